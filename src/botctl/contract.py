@@ -1,0 +1,124 @@
+"""Constants taken verbatim from the Chatbot Management Service API v1 contract.
+
+This is the only module that botctl's client side and the sandbox share: values here are
+facts of the contract (section numbers in comments), never behaviour. Keeping behaviour out
+of it means a misunderstanding of the contract cannot hide on both sides at once.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+API_PREFIX: Final = "/api/v1"
+
+# 2.2 Settings update, field `model`.
+SETTINGS_MODELS: Final[tuple[str, ...]] = (
+    "gpt-4o-mini",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+    "gpt-5.2",
+    "gpt-5.5",
+    "gpt-5.6-terra",
+    "gpt-5.6-luna",
+    "gpt-5-mini",
+    "gpt-5-nano",
+    "claude-opus-4-8",
+    "claude-opus-4-7",
+    "claude-opus-4-6",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5",
+    "claude-haiku-4-5",
+    "claude-sonnet-4-5",
+    "gemini-2.5-pro",
+    "gemini-3-flash",
+    "gemini-3.1-flash-lite",
+    "gemini-3.1-pro",
+    "gemini-3.5-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.6-flash",
+    "grok-3",
+    "grok-3-mini",
+    "grok-4",
+    "DeepSeek-V3",
+    "DeepSeek-R1",
+    "DeepSeek-V4-Flash",
+    "Llama-4-Scout-17B-16E-Instruct",
+    "Llama-4-Maverick-17B-128E-Instruct-FP8",
+    "kimi-k2",
+    "mistral-medium-3.5",
+    "mistral-small-2603",
+    "glm-5.2",
+    "auto",
+)
+
+# 2.2 Chat operation, optional field `model`.
+CHAT_MODELS: Final[tuple[str, ...]] = (
+    "o4-mini",
+    "o3",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4.1-nano",
+    "gpt-4.5",
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-4-turbo",
+    "gpt-4",
+    "o3-mini",
+    "claude-sonnet-4",
+    "claude-opus-4",
+    "claude-3-7-sonnet",
+    "claude-3-5-sonnet",
+    "claude-3-opus",
+    "claude-3-haiku",
+    "gemini-1.5-pro",
+    "gemini-1.5-flash",
+    "gemini-2.0-flash",
+    "gemini-2.0-pro",
+    "command-r",
+    "command-r-plus",
+    "DeepSeek-V3",
+    "DeepSeek-R1",
+    "Llama-4-Scout-17B-16E-Instruct",
+    "Llama-4-Maverick-17B-128E-Instruct-FP8",
+    "grok-3",
+    "grok-3-mini",
+)
+# 4.2: these chat models work only on the Standard and Unlimited plans.
+CHAT_MODELS_STANDARD_ONLY: Final[tuple[str, ...]] = ("gpt-4", "gpt-4-turbo")
+
+# 2.1 / 2.3 enums.
+VISIBILITIES: Final[tuple[str, ...]] = ("public", "private")
+THEMES: Final[tuple[str, ...]] = ("light", "dark")
+ALIGNMENTS: Final[tuple[str, ...]] = ("left", "right")
+TEMP_MIN: Final = 0.0
+TEMP_MAX: Final = 1.0
+
+# 2.8 Custom attribute.
+ATTRIBUTE_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]*$"
+# A second guide of the service is stricter (API-NOTES); botctl warns when a name breaks it.
+ATTRIBUTE_NAME_STRICT_PATTERN: Final = r"^[a-z][a-z0-9_]*$"
+ATTRIBUTE_TYPES: Final[tuple[str, ...]] = ("text", "number", "boolean", "date")
+
+# 8 Limits.
+CONTACTS_PAGE_SIZE_MIN: Final = 10
+CONTACTS_PAGE_SIZE_MAX: Final = 1000
+CONVERSATIONS_PAGE_SIZE_MAX: Final = 100  # API-NOTES: `size` max 100
+
+# 7 Error messages observed.
+MSG_INVALID_DATA: Final = "Invalid request data"
+MSG_INVALID_BODY: Final = "Invalid request body"
+MSG_NO_KEY: Final = "No API key provided."
+MSG_UNAUTHORIZED: Final = "Unauthorized access"
+MSG_FORBIDDEN: Final = "Access denied or quota exceeded"
+MSG_NOT_FOUND: Final = "Resource not found"
+MSG_ATTRIBUTE_NOT_FOUND: Final = "Custom attribute not found"
+MSG_CHATBOT_NOT_FOUND: Final = "Chatbot not found"
+MSG_RATE_LIMITED: Final = "Rate limit exceeded"
+MSG_INTERNAL: Final = "Internal server error"
+MSG_SETTINGS_SAVED: Final = "Your changes are saved."
+
+# Plans of the service's accounts (paid plans may chat).
+PLANS: Final[tuple[str, ...]] = ("free", "hobby", "standard", "unlimited")
+
+# 2.3 says "Hex colour code"; both sides read it as #RGB or #RRGGBB.
+HEX_COLOUR_PATTERN: Final = r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"

@@ -1,0 +1,135 @@
+"""botctl's one error tree. Every expected failure is a ``BotctlError``; the CLI prints its
+message (never a traceback) and exits with its ``exit_code``.
+
+::
+
+    BotctlError                      exit 1
+    ├── ConfigError                  the YAML is invalid (carries every Problem at once)
+    ├── StateError                   the state file is unreadable or of another lineage
+    │   └── LockError                another apply holds the state lock
+    ├── PlanError                    the plan cannot be made or must not be applied
+    │   ├── ImpossibleChangeError    the API cannot do what the YAML asks (e.g. type change)
+    │   ├── StalePlanError           a saved plan no longer matches the service or the state
+    │   └── SafetyCapError           the plan archives more than the configured caps allow
+    ├── ServiceError                 talking to the service failed
+    │   ├── ApiError                 the service answered with an error status
+    │   └── TransportError           no answer: unreachable, timed out, connection dropped
+    └── ApplyError                   some operations of an apply failed (the report says which)
+
+Exit code 2 is not an error: it means "changes or drift present" (plan --detailed-exitcode, drift).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CHANGES = 2
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One finding about the configuration, located as file:line:col (1-based)."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        prefix = "" if self.severity == "error" else "warning: "
+        return f"{self.file}:{self.line}:{self.col}: {prefix}{self.message}"
+
+
+class BotctlError(Exception):
+    """Base of every expected failure."""
+
+    exit_code = EXIT_ERROR
+
+
+class ConfigError(BotctlError):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = sorted(problems)
+        errors = [p for p in self.problems if p.severity == "error"]
+        lines = [str(p) for p in self.problems]
+        lines.append(f"{len(errors)} error(s) in the configuration; nothing was sent.")
+        super().__init__("\n".join(lines))
+
+
+class StateError(BotctlError):
+    pass
+
+
+class LockError(StateError):
+    pass
+
+
+class PlanError(BotctlError):
+    pass
+
+
+class ImpossibleChangeError(PlanError):
+    pass
+
+
+class StalePlanError(PlanError):
+    pass
+
+
+class SafetyCapError(PlanError):
+    pass
+
+
+class ServiceError(BotctlError):
+    """A failure talking to the service, located by chatbot and operation."""
+
+    def __init__(self, operation: str, message: str, *, chatbot_id: str | None = None) -> None:
+        self.operation = operation
+        self.chatbot_id = chatbot_id
+        self.detail = message
+        where = f"chatbot {chatbot_id}: " if chatbot_id else ""
+        super().__init__(f"{where}{operation} failed: {message}")
+
+
+class ApiError(ServiceError):
+    """The service answered with an error status; ``service_message`` is its own words."""
+
+    def __init__(
+        self,
+        operation: str,
+        status: int,
+        service_message: str,
+        *,
+        chatbot_id: str | None = None,
+        hint: str = "",
+    ) -> None:
+        self.status = status
+        self.service_message = service_message
+        text = f"HTTP {status}: {service_message}"
+        if hint:
+            text += f" ({hint})"
+        super().__init__(operation, text, chatbot_id=chatbot_id)
+
+
+class TransportError(ServiceError):
+    """No usable answer. ``outcome_unknown`` is true when the request may have been applied."""
+
+    def __init__(
+        self,
+        operation: str,
+        message: str,
+        *,
+        chatbot_id: str | None = None,
+        outcome_unknown: bool = True,
+    ) -> None:
+        self.outcome_unknown = outcome_unknown
+        super().__init__(operation, message, chatbot_id=chatbot_id)
+
+
+class ApplyError(BotctlError):
+    pass
