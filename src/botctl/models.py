@@ -40,11 +40,11 @@ class Styles(_Strict):
     """Contract 2.3."""
 
     theme: Theme | None = None
-    buttonColor: HexColour | None = None  # noqa: N815 - the API's own field names
-    displayName: str | None = None  # noqa: N815
-    alignChatButton: Alignment | None = None  # noqa: N815
-    userMessageColor: HexColour | None = None  # noqa: N815
-    autoOpenChatWindowAfter: NonNegativeInt | None = None  # noqa: N815
+    buttonColor: HexColour | None = None
+    displayName: str | None = None
+    alignChatButton: Alignment | None = None
+    userMessageColor: HexColour | None = None
+    autoOpenChatWindowAfter: NonNegativeInt | None = None
 
 
 class LeadField(_Strict):
@@ -72,18 +72,18 @@ class ChatbotSettings(_Strict):
 
     name: str | None = None
     instructions: str | None = None
-    initialMessages: tuple[str, ...] | None = None  # noqa: N815
-    suggestedMessages: tuple[str, ...] | None = None  # noqa: N815
+    initialMessages: tuple[str, ...] | None = None
+    suggestedMessages: tuple[str, ...] | None = None
     visibility: Visibility | None = None
     domains: tuple[str, ...] | None = None
-    onlyAllowOnAddedDomains: bool | None = None  # noqa: N815
-    ipLimit: NonNegativeInt | None = None  # noqa: N815
-    ipLimitTimeframe: NonNegativeInt | None = None  # noqa: N815
-    ipLimitMessage: str | None = None  # noqa: N815
+    onlyAllowOnAddedDomains: bool | None = None
+    ipLimit: NonNegativeInt | None = None
+    ipLimitTimeframe: NonNegativeInt | None = None
+    ipLimitMessage: str | None = None
     model: str | None = None
     temp: Annotated[float, Field(ge=contract.TEMP_MIN, le=contract.TEMP_MAX)] | None = None
     styles: Styles | None = None
-    collectCustomerInformation: CollectCustomerInformation | None = None  # noqa: N815
+    collectCustomerInformation: CollectCustomerInformation | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         """The managed (or observed) fields as JSON, nested objects as dicts, lists as lists."""

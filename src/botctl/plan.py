@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from botctl.errors import PlanError
 from botctl.models import JsonValue
@@ -135,7 +135,7 @@ class Plan:
 
     def summary(self) -> dict[str, int]:
         counts = Counter(change.action for change in self.changes)
-        result = {action: counts.get(action, 0) for action in ACTIONS}
+        result: dict[str, int] = {action: counts.get(action, 0) for action in ACTIONS}
         result["unmanaged"] = len(self.unmanaged)
         result["unverified"] = self.unverified
         result["operations"] = len(self.operations)
@@ -240,9 +240,3 @@ def plan_from_file_dict(data: Any) -> Plan:
 def _checksum(body: dict[str, Any]) -> str:
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def cast_action(value: str) -> Action:
-    if value not in ACTIONS:
-        raise PlanError(f"unknown action {value!r}")
-    return cast(Action, value)
