@@ -100,6 +100,15 @@ class Unmanaged:
 
 
 @dataclass(frozen=True)
+class BotRef:
+    """A chatbot the plan covers: enough to re-read it when a saved plan is applied."""
+
+    name: str
+    chatbot_id: str
+    api_key_env: str
+
+
+@dataclass(frozen=True)
 class Plan:
     changes: tuple[Change, ...] = ()
     operations: tuple[Operation, ...] = ()
@@ -109,7 +118,7 @@ class Plan:
     state_serial: int | None = None
     state_lineage: str | None = None
     warnings: tuple[str, ...] = ()
-    bots: tuple[str, ...] = field(default=())  # every bot the plan covers, in order
+    bots: tuple[BotRef, ...] = field(default=())  # every bot the plan covers, in order
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -148,7 +157,7 @@ class Plan:
         """The published JSON contract (format_version 1); see README "JSON plan"."""
         return {
             "format_version": FORMAT_VERSION,
-            "changes": [_change_to_dict(c) for c in self.changes],
+            "changes": [change_to_dict(c) for c in self.changes],
             "unmanaged": [
                 {"chatbotId": u.chatbot_id, "bot": u.bot, "name": u.name} for u in self.unmanaged
             ],
@@ -157,7 +166,7 @@ class Plan:
         }
 
 
-def _change_to_dict(change: Change) -> dict[str, Any]:
+def change_to_dict(change: Change) -> dict[str, Any]:
     return {
         "chatbotId": change.chatbot_id,
         "bot": change.bot,
@@ -185,7 +194,7 @@ def plan_to_file_dict(plan: Plan) -> dict[str, Any]:
         "operations": [asdict(op) for op in plan.operations],
         "depends_on": [asdict(dep) for dep in plan.depends_on],
         "state": {"serial": plan.state_serial, "lineage": plan.state_lineage},
-        "bots": list(plan.bots),
+        "bots": [asdict(ref) for ref in plan.bots],
         "unverified": plan.unverified,
     }
     body["checksum"] = _checksum(body)
@@ -231,7 +240,7 @@ def plan_from_file_dict(data: Any) -> Plan:
             state_serial=data["state"]["serial"],
             state_lineage=data["state"]["lineage"],
             warnings=tuple(data["plan"].get("warnings", ())),
-            bots=tuple(data["bots"]),
+            bots=tuple(BotRef(**ref) for ref in data["bots"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"plan file is malformed: {exc}") from None

@@ -1,0 +1,355 @@
+"""botctl's command line: parse options, call the stages, render, exit.
+
+The only module that prints or exits. Exit codes: 0 success / in sync, 1 error, 2 changes or
+drift present (``plan --detailed-exitcode``, ``drift``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from botctl import __version__
+from botctl.apply import OpResult
+from botctl.cli_more import demo, export, schema
+from botctl.console import colour_enabled, err, run_async
+from botctl.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BotctlError, PlanError
+from botctl.plan import Plan, plan_from_file_dict, plan_to_file_dict
+from botctl.render import drift_summary, render_drift, render_plan
+from botctl.sandbox.cli import sandbox
+from botctl.service import ServiceOptions
+from botctl.state import DEFAULT_STATE_PATH, break_lock
+from botctl.workflow import Workspace, load, make_drift, make_plan, run_apply
+
+F = TypeVar("F", bound=Callable[..., Any])
+FORMATS = click.Choice(["text", "json", "markdown"])
+
+
+class BotctlGroup(click.Group):
+    """Turns expected failures into a message and exit code 1 (never a traceback), and keeps
+    exit code 2 for "changes present" by mapping click's usage errors to 1."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Abort:
+            err("Aborted: nothing was applied.")
+            sys.exit(EXIT_ERROR)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(EXIT_ERROR)
+        except BotctlError as exc:
+            err(f"error: {exc}")
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+@click.group(cls=BotctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="botctl")
+def cli() -> None:
+    """Chatbot settings and custom contact attributes as code.
+
+    Write each chatbot's desired state in YAML, review a plan, apply it, and catch changes
+    made outside git (drift). Start with `botctl demo`, which runs the whole loop against the
+    embedded sandbox, offline.
+
+    \b
+    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present.
+    """
+
+
+def config_options(func: F) -> F:
+    decorators = [
+        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        click.option(
+            "--allow-unknown-models",
+            is_flag=True,
+            envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
+            help="Accept a settings model missing from botctl's list (a warning, not an "
+            "error): for models the service released after this botctl.",
+        ),
+        click.option(
+            "--target",
+            "targets",
+            multiple=True,
+            metavar="NAME",
+            help="Only the chatbot with this metadata.name (repeatable).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def service_options(func: F) -> F:
+    decorators = [
+        click.option(
+            "--api-url",
+            envvar="BOTCTL_API_URL",
+            metavar="URL",
+            help="Service base URL ending in /api/v1 [env BOTCTL_API_URL]. Keys come from "
+            "BOTCTL_API_KEY or each document's apiKeyEnv, never from the command line.",
+        ),
+        click.option(
+            "--sandbox",
+            is_flag=True,
+            help="Target the embedded sandbox (.botctl/sandbox.db) instead of a real service; "
+            "chatbots of the configuration are created there on first use.",
+        ),
+        click.option(
+            "--state",
+            "state_path",
+            type=click.Path(path_type=Path, dir_okay=False),
+            envvar="BOTCTL_STATE",
+            default=DEFAULT_STATE_PATH,
+            show_default=True,
+            help="State file: what botctl last applied [env BOTCTL_STATE].",
+        ),
+        click.option(
+            "--parallelism",
+            type=click.IntRange(1, 64),
+            default=8,
+            show_default=True,
+            help="Chatbots processed at once.",
+        ),
+        click.option(
+            "--rate-limit",
+            type=click.FloatRange(0),
+            default=0.0,
+            metavar="N",
+            help="Client-side pace: at most N requests per second per API key (0 = off).",
+        ),
+        click.option("--debug", is_flag=True, help="Trace HTTP requests to stderr (key masked)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def workspace(params: dict[str, Any]) -> Workspace:
+    if not params.get("paths"):
+        raise click.UsageError(
+            "give the configuration: one or more YAML files or directories, e.g. "
+            "`botctl plan bots/`"
+        )
+    trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
+    return Workspace(
+        paths=params["paths"],
+        environ=os.environ,
+        state_path=params.get("state_path") or DEFAULT_STATE_PATH,
+        service=ServiceOptions(
+            api_url=params.get("api_url"),
+            sandbox=bool(params.get("sandbox")),
+            rate_limit=params.get("rate_limit") or 0.0,
+            trace=trace,
+        ),
+        targets=tuple(params.get("targets") or ()),
+        allow_unknown_models=bool(params.get("allow_unknown_models")),
+        parallelism=params.get("parallelism") or 8,
+        lock_timeout=params.get("lock_timeout") or 0.0,
+    )
+
+
+def print_warnings(warnings: tuple[str, ...]) -> None:
+    for warning in warnings:
+        err(
+            warning
+            if warning.startswith("warning") or ": warning" in warning
+            else f"warning: {warning}"
+        )
+
+
+@cli.command()
+@config_options
+def validate(**params: Any) -> int:
+    """Check the configuration offline (never contacts the service).
+
+    Reports every problem at once, each as file:line:col. Exit 0 when valid, 1 otherwise.
+    """
+    desired = load(workspace(params))
+    print_warnings(desired.warnings)
+    click.echo(f"Configuration valid: {len(desired.bots)} chatbot(s).")
+    return EXIT_OK
+
+
+@cli.command()
+@config_options
+@service_options
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also save the plan to FILE, for `botctl apply --plan FILE` to apply as reviewed.",
+)
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 2 when the plan has changes (0 when empty, 1 on error).",
+)
+def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> int:
+    """Show what apply would change, and how sure botctl is of each current value.
+
+    Confidence: verified (read from the service now), assumed (what botctl last applied,
+    from the state file), unknown (neither: the value will be sent).
+    """
+    ws = workspace(params)
+    result = run_async(make_plan(ws))
+    if out is not None:
+        write_plan_file(result, out)
+    click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
+    if out is not None:
+        err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
+    return EXIT_CHANGES if detailed_exitcode and not result.empty else EXIT_OK
+
+
+def write_plan_file(result: Plan, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(plan_to_file_dict(result), indent=2) + "\n", encoding="utf-8")
+
+
+def read_plan_file(path: Path) -> Plan:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PlanError(f"cannot read plan file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise PlanError(f"plan file {path} is not JSON: {exc}") from None
+    return plan_from_file_dict(data)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Apply this saved plan exactly as reviewed; refused if the service or state moved.",
+)
+@click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="Wait this long for another apply's state lock (default: fail at once).",
+)
+@click.option(
+    "--allow-unknown-models",
+    is_flag=True,
+    envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
+    help="Accept a settings model missing from botctl's list.",
+)
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="NAME",
+    help="Only the chatbot with this metadata.name (repeatable).",
+)
+@service_options
+def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
+    """Apply the configuration (or a saved plan) to the service.
+
+    Shows the plan and asks for confirmation on a terminal; without a terminal it refuses
+    unless --auto-approve or --plan. Each operation is printed as it completes; state records
+    every applied operation, so a re-run does only what is left.
+    """
+    saved = None
+    if plan_file is not None:
+        if params.get("paths") or params.get("targets"):
+            raise click.UsageError(
+                "apply --plan takes no PATH or --target: the plan is applied as reviewed"
+            )
+        saved = read_plan_file(plan_file)
+        params["paths"] = (plan_file,)
+    elif not auto_approve and not sys.stdin.isatty():
+        raise click.UsageError(
+            "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
+            "`botctl apply --plan FILE` (made by `botctl plan --out FILE`)"
+        )
+    ws = workspace(params)
+    colour = colour_enabled()
+
+    def approve(p: Plan) -> bool:
+        click.echo(render_plan(p, "text", colour=colour), nl=False)
+        if p.empty or saved is not None or auto_approve:
+            return True
+        return click.confirm("\nApply these changes?", default=False)
+
+    def progress(result: OpResult) -> None:
+        label = {"applied": "applied", "failed": "FAILED ", "not_attempted": "skipped"}
+        note = f": {result.message}" if result.message else ""
+        click.echo(f"{label[result.status]}  {result.operation.label}{note}")
+
+    outcome = run_async(run_apply(ws, saved=saved, approve=approve, on_result=progress))
+    if outcome is None:
+        return EXIT_OK
+    report = outcome.report
+    for note in outcome.not_taken:
+        err(f"warning: not taken as sent: {note}")
+    click.echo(
+        f"\nApply {'complete' if report.ok else 'incomplete'}: {report.count('applied')} "
+        f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "
+        "attempted."
+    )
+    if not report.ok:
+        err(
+            "error: some operations failed (listed above); the state file records what was "
+            "applied, so re-running `botctl apply` does only what is left."
+        )
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+@cli.command()
+@config_options
+@service_options
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+def drift(fmt: str, **params: Any) -> int:
+    """Detect changes made outside botctl, pending changes and unmanaged attributes.
+
+    Read-only: sends only reads and never writes the state file. Exit 2 when anything
+    changed outside botctl, is pending, or is unmanaged; 0 when in sync.
+    """
+    report = run_async(make_drift(workspace(params)))
+    click.echo(render_drift(report, fmt, colour=colour_enabled()), nl=False)
+    if fmt != "text":
+        err(drift_summary(report))
+    return EXIT_CHANGES if report.has_drift else EXIT_OK
+
+
+@cli.command()
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="BOTCTL_STATE",
+    default=DEFAULT_STATE_PATH,
+    show_default=True,
+)
+def unlock(state_path: Path) -> int:
+    """Remove a state lock left behind by an apply that died.
+
+    Only when you are sure no apply is running: the lock is what keeps two applies apart.
+    """
+    holder = break_lock(state_path)
+    if holder is None:
+        click.echo(f"{state_path} is not locked.")
+    else:
+        click.echo(f"Removed the lock of {holder.describe()}.")
+    return EXIT_OK
+
+
+def main() -> None:
+    cli()
+
+
+for _command in (schema, export, demo, sandbox):
+    cli.add_command(_command)

@@ -1,0 +1,220 @@
+"""Pure renderers: Plan / DriftReport -> str, in a registry by format name.
+
+Text is what a reviewer reads in a terminal or CI log; markdown is for a pull-request comment
+(summary first, details collapsible); JSON is the versioned contract (see README).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable
+from itertools import groupby
+
+from botctl.drift import DriftReport, OutsideChange
+from botctl.models import JsonValue
+from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan
+
+SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+"}
+COLOURS = {"create": "32", "update": "33", "archive": "31", "unarchive": "32", "warn": "1;31"}
+FLAG_TEXT = {FLAG_CUTS_OFF_USERS: "may cut users off"}
+
+
+class Style:
+    """ANSI colour when enabled; plain text otherwise (never colour without a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+def fmt(value: JsonValue) -> str:
+    if value is None:
+        return "(none)"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def summary_line(plan: Plan) -> str:
+    s = plan.summary()
+    line = (
+        f"Plan: {s['create']} to create, {s['update']} to update, {s['archive']} to archive, "
+        f"{s['unarchive']} to unarchive ({s['operations']} request(s) to send)."
+    )
+    extras = []
+    if s["unmanaged"]:
+        extras.append(f"{s['unmanaged']} unmanaged attribute(s) left alone")
+    if s["unverified"]:
+        extras.append(f"{s['unverified']} managed value(s) could not be read back")
+    flagged = len(plan.flagged(FLAG_CUTS_OFF_USERS))
+    if flagged:
+        extras.append(f"{flagged} change(s) may cut users off")
+    return line + (" " + "; ".join(extras) + "." if extras else "")
+
+
+def _is_multiline(change: Change) -> bool:
+    return any(isinstance(v, str) and "\n" in v for v in (change.before, change.after))
+
+
+def _unified(before: JsonValue, after: JsonValue, indent: str) -> list[str]:
+    old = before.splitlines() if isinstance(before, str) else []
+    new = after.splitlines() if isinstance(after, str) else []
+    lines = difflib.unified_diff(old, new, "before", "after", lineterm="", n=2)
+    return [f"{indent}{line}" for line in lines]
+
+
+def _change_lines(change: Change, style: Style) -> list[str]:
+    symbol = style(SYMBOLS[change.action], COLOURS[change.action])
+    flags = "".join(
+        " " + style(f"[!] {FLAG_TEXT.get(flag, flag)}", COLOURS["warn"]) for flag in change.flags
+    )
+    where = f"{change.resource} {change.key}"
+    if change.resource == "attribute":
+        head = f"  {symbol} {change.action} {where}  ({change.confidence}){flags}"
+        return [head, *_attribute_detail(change)]
+    if _is_multiline(change):
+        head = f"  {symbol} {where}  ({change.confidence}){flags}"
+        return [head, *_unified(change.before, change.after, "      ")]
+    before = "(unknown)" if change.confidence == "unknown" else fmt(change.before)
+    return [f"  {symbol} {where}: {before} -> {fmt(change.after)}  ({change.confidence}){flags}"]
+
+
+def _attribute_detail(change: Change) -> list[str]:
+    after = change.after if isinstance(change.after, dict) else {}
+    before = change.before if isinstance(change.before, dict) else {}
+    lines = []
+    for key in ("type", "label", "description", "archived"):
+        if key not in after and key not in before:
+            continue
+        new, old = after.get(key), before.get(key)
+        if change.before is None:
+            lines.append(f"      {key}: {fmt(new)}")
+        elif old != new:
+            lines.append(f"      {key}: {fmt(old)} -> {fmt(new)}")
+    return lines
+
+
+def render_text(plan: Plan, *, colour: bool = False) -> str:
+    style = Style(colour)
+    out = [summary_line(plan)]
+    out.extend(f"warning: {w}" for w in plan.warnings)
+    unmanaged_by_bot = {
+        bot: [u.name for u in group] for bot, group in groupby(plan.unmanaged, lambda u: u.bot)
+    }
+    for bot, changes in _by_bot(plan.changes):
+        out.append("")
+        out.append(style(f"{bot} ({changes[0].chatbot_id})", "1"))
+        for change in changes:
+            out.extend(_change_lines(change, style))
+        for name in unmanaged_by_bot.pop(bot, []):
+            out.append(f"  ? unmanaged attribute {name} (not declared; archived only with prune)")
+    for bot, names in unmanaged_by_bot.items():
+        out.append("")
+        out.append(style(bot, "1"))
+        out.extend(
+            f"  ? unmanaged attribute {name} (not declared; archived only with prune)"
+            for name in names
+        )
+    if plan.empty:
+        out.append("")
+        out.append("No changes. The service matches the configuration.")
+    return "\n".join(out) + "\n"
+
+
+def _by_bot(changes: Iterable[Change]) -> list[tuple[str, list[Change]]]:
+    return [(bot, list(group)) for bot, group in groupby(changes, lambda c: c.bot)]
+
+
+def render_json(plan: Plan, *, colour: bool = False) -> str:
+    return json.dumps(plan.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_markdown(plan: Plan, *, colour: bool = False) -> str:
+    out = ["### botctl plan", "", f"**{summary_line(plan)}**", ""]
+    flagged = plan.flagged(FLAG_CUTS_OFF_USERS)
+    if flagged:
+        out.append("> [!WARNING]")
+        out.extend(f"> `{c.bot}` {c.key} -> {fmt(c.after)} may cut users off" for c in flagged)
+        out.append("")
+    out.extend(f"- warning: {w}" for w in plan.warnings)
+    if plan.changes:
+        out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
+        out.extend(
+            f"| {c.bot} | {c.action} | {c.resource} | `{c.key}` | {c.confidence} |"
+            for c in plan.changes
+        )
+        out += ["", "<details><summary>Details</summary>", "", "```diff"]
+        out.extend(render_text(plan).rstrip("\n").splitlines()[1:])
+        out += ["```", "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+PlanRenderer = Callable[..., str]
+PLAN_RENDERERS: dict[str, PlanRenderer] = {
+    "text": render_text,
+    "json": render_json,
+    "markdown": render_markdown,
+}
+
+
+def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
+    return PLAN_RENDERERS[fmt_name](plan, colour=colour)
+
+
+# --- drift --------------------------------------------------------------------------------------
+
+
+def _outside_line(change: OutsideChange) -> str:
+    return (
+        f"  ! {change.resource} {change.key}: last applied {fmt(change.last_applied)}, "
+        f"now {fmt(change.live)}"
+    )
+
+
+def drift_summary(report: DriftReport) -> str:
+    s = report.summary()
+    state = "Drift detected" if report.has_drift else "No drift"
+    return (
+        f"{state}: {s['changed_outside']} changed outside botctl, {s['pending']} pending "
+        f"from the configuration, {s['unmanaged']} unmanaged attribute(s); "
+        f"{s['unverified']} managed value(s) could not be verified."
+    )
+
+
+def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
+    style = Style(colour)
+    out = [drift_summary(report)]
+    if report.changed_outside:
+        out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
+        out.extend(f"{c.bot}:{_outside_line(c)}" for c in report.changed_outside)
+    if report.pending:
+        out += ["", style("Pending (the configuration differs from the last apply):", "1")]
+        for bot, changes in _by_bot(report.pending):
+            out.append(f"{bot}:")
+            for change in changes:
+                out.extend(_change_lines(change, style))
+    if report.unmanaged:
+        out += ["", style("Unmanaged live attributes:", "1")]
+        out.extend(f"{u.bot}:  ? {u.name}" for u in report.unmanaged)
+    return "\n".join(out) + "\n"
+
+
+def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_drift_markdown(report: DriftReport, *, colour: bool = False) -> str:
+    body = render_drift_text(report).rstrip("\n").splitlines()
+    return "\n".join(["### botctl drift", "", f"**{body[0]}**", "", "```", *body[1:], "```"]) + "\n"
+
+
+DRIFT_RENDERERS: dict[str, Callable[..., str]] = {
+    "text": render_drift_text,
+    "json": render_drift_json,
+    "markdown": render_drift_markdown,
+}
+
+
+def render_drift(report: DriftReport, fmt_name: str, *, colour: bool = False) -> str:
+    return DRIFT_RENDERERS[fmt_name](report, colour=colour)

@@ -1,0 +1,201 @@
+"""The stages wired together for each command: load -> read -> diff -> (apply -> record).
+
+No printing here: progress goes to the callbacks the CLI passes, so the same flows serve
+``botctl plan/apply/drift`` and the demo.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from botctl.apply import ApplyReport, OpResult, apply_plan
+from botctl.client import ServiceClient
+from botctl.config import load_desired
+from botctl.diff import compute_plan, same_value
+from botctl.drift import DriftReport, compute_drift
+from botctl.errors import BotctlError, StalePlanError
+from botctl.live import read_live
+from botctl.models import BotSpec, Desired, Live, flatten
+from botctl.plan import BotRef, Plan
+from botctl.service import ServiceOptions, connect
+from botctl.state import StateLock, StateWriter, load_state
+
+
+@dataclass(frozen=True)
+class Workspace:
+    paths: Sequence[Path]
+    environ: Mapping[str, str]
+    state_path: Path
+    service: ServiceOptions = field(default_factory=ServiceOptions)
+    targets: tuple[str, ...] = ()
+    allow_unknown_models: bool = False
+    parallelism: int = 8
+    lock_timeout: float = 0.0
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    plan: Plan
+    report: ApplyReport
+    not_taken: tuple[str, ...]  # values the service did not keep as sent
+
+
+def load(ws: Workspace) -> Desired:
+    desired = load_desired(
+        list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
+    )
+    if not ws.targets:
+        return desired
+    names = [bot.name for bot in desired.bots]
+    unknown = [t for t in ws.targets if t not in names]
+    if unknown:
+        hints = []
+        for target in unknown:
+            close = difflib.get_close_matches(target, names, n=1)
+            hints.append(f"{target!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise BotctlError(
+            "--target names no chatbot of the configuration: "
+            + ", ".join(hints)
+            + f"; known: {', '.join(names)}"
+        )
+    kept = tuple(bot for bot in desired.bots if bot.name in ws.targets)
+    return desired.model_copy(update={"bots": kept})
+
+
+def refs_of(bots: Sequence[BotSpec]) -> list[BotRef]:
+    return [BotRef(b.name, b.chatbot_id, b.api_key_env) for b in bots]
+
+
+async def _read(
+    bots: Sequence[BotSpec], clients: Mapping[str, ServiceClient], ws: Workspace
+) -> Live:
+    return await read_live(bots, clients, concurrency=ws.parallelism)
+
+
+async def make_plan(ws: Workspace) -> Plan:
+    desired = load(ws)
+    state = load_state(ws.state_path)
+    async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
+        live = await _read(desired.bots, clients, ws)
+    return compute_plan(desired, live, state)
+
+
+async def make_drift(ws: Workspace) -> DriftReport:
+    desired = load(ws)
+    state = load_state(ws.state_path)
+    async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
+        live = await _read(desired.bots, clients, ws)
+    return compute_drift(desired, live, state)
+
+
+async def run_apply(
+    ws: Workspace,
+    *,
+    saved: Plan | None,
+    approve: Callable[[Plan], bool],
+    on_result: Callable[[OpResult], None],
+) -> ApplyOutcome | None:
+    """Plan (or take the saved plan), ask ``approve``, apply, record state, verify.
+    Returns None when the plan was empty or not approved."""
+    desired = None if saved is not None else load(ws)
+    with StateLock(ws.state_path, timeout=ws.lock_timeout):
+        state = load_state(ws.state_path)
+        refs = list(saved.bots) if saved is not None else refs_of(desired.bots if desired else ())
+        async with connect(refs, ws.environ, ws.service) as clients:
+            bots = (
+                [
+                    BotSpec(name=r.name, chatbot_id=r.chatbot_id, api_key_env=r.api_key_env)
+                    for r in refs
+                ]
+                if desired is None
+                else list(desired.bots)
+            )
+            live = await _read(bots, clients, ws)
+            if saved is not None:
+                check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)
+                plan = saved
+            else:
+                assert desired is not None
+                plan = compute_plan(desired, live, state)
+            # approve() shows the plan whatever it holds; an empty plan sends nothing.
+            if not approve(plan) or plan.empty:
+                return None
+            writer = StateWriter(state, ws.state_path)
+
+            def record(result: OpResult) -> None:
+                if result.status == "applied":
+                    writer.record(result.operation)
+                on_result(result)
+
+            try:
+                report = await apply_plan(
+                    plan, clients, on_result=record, parallelism=ws.parallelism
+                )
+            finally:
+                writer.flush()
+            after = await _read(bots, clients, ws)
+    return ApplyOutcome(plan, report, tuple(verify_applied(report, after)))
+
+
+def check_fresh(plan: Plan, live: Live, serial: int | None, lineage: str | None) -> None:
+    """Refuse a saved plan whose premises moved: the state, or any verified live value."""
+    if plan.state_lineage is not None and lineage != plan.state_lineage:
+        raise StalePlanError(
+            "the plan was made against another state lineage (a different or recreated state "
+            "file); make a new plan"
+        )
+    if plan.state_serial != serial:
+        raise StalePlanError(
+            f"the state changed since the plan was made (serial {plan.state_serial} -> "
+            f"{serial}): another apply ran; make a new plan"
+        )
+    moved = []
+    for dep in plan.depends_on:
+        bot = live.bots.get(dep.chatbot_id)
+        if dep.resource == "settings":
+            observed = flatten(bot.settings) if bot and bot.settings_readable else {}
+            now = observed.get(dep.key)
+        else:
+            attrs = bot.attributes if bot else None
+            now = attrs[dep.key].to_json() if attrs and dep.key in attrs else None
+        if not same_value(now, dep.value):
+            moved.append(f"{dep.chatbot_id} {dep.resource} {dep.key}: {dep.value!r} -> {now!r}")
+    if moved:
+        raise StalePlanError(
+            "the service changed since the plan was made; nothing was written. Moved:\n"
+            + "\n".join(f"  - {m}" for m in moved)
+            + "\nMake a new plan and review it again."
+        )
+
+
+def verify_applied(report: ApplyReport, live: Live) -> list[str]:
+    """After writing, compare what can be read back with what was sent."""
+    notes = []
+    for result in report.results:
+        op = result.operation
+        bot = live.bots.get(op.chatbot_id)
+        if result.status != "applied" or bot is None:
+            continue
+        if op.kind == "update_settings" and bot.settings_readable:
+            observed = flatten(bot.settings)
+            for key, sent in flatten(op.record).items():
+                if key in observed and not same_value(observed[key], sent):
+                    notes.append(
+                        f"{op.bot}: settings {key} was sent as {sent!r} but reads "
+                        f"back as {observed[key]!r}"
+                    )
+        elif op.kind != "update_settings" and bot.attributes is not None:
+            now = bot.attributes.get(op.key)
+            if now is None:
+                notes.append(f"{op.bot}: attribute {op.key} was written but is not listed")
+                continue
+            for key, sent in op.record.items():
+                if not same_value(now.to_json().get(key), sent):
+                    notes.append(
+                        f"{op.bot}: attribute {op.key} {key} was sent as {sent!r} "
+                        f"but reads back as {now.to_json().get(key)!r}"
+                    )
+    return notes
