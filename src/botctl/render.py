@@ -166,10 +166,15 @@ def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
 
 
 def _outside_line(change: OutsideChange) -> str:
-    return (
-        f"  ! {change.resource} {change.key}: last applied {fmt(change.last_applied)}, "
-        f"now {fmt(change.live)}"
-    )
+    last, now = change.last_applied, change.live
+    if isinstance(last, dict) and isinstance(now, dict):
+        # An attribute: name only the fields that moved.
+        moved = sorted(k for k in set(last) | set(now) if last.get(k) != now.get(k))
+        last = {k: last.get(k) for k in moved}
+        now = {k: now.get(k) for k in moved}
+    elif now is None and change.resource == "attribute":
+        return f"  ! attribute {change.key}: last applied, now missing from the service"
+    return f"  ! {change.resource} {change.key}: last applied {fmt(last)}, now {fmt(now)}"
 
 
 def drift_summary(report: DriftReport) -> str:

@@ -1,0 +1,213 @@
+"""The diff table: Desired x Live x State -> changes, operations and confidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from botctl.diff import compute_plan, mask_secrets, same_value
+from botctl.errors import ImpossibleChangeError
+from botctl.models import Live
+from botctl.plan import FLAG_CUTS_OFF_USERS
+from botctl.state import State
+from tests.factories import bot, desired, live, live_bot, state
+
+TEXT: dict[str, Any] = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
+
+
+def _one(plan: Any) -> tuple[str, str, str, Any, Any]:
+    assert len(plan.changes) == 1, plan.changes
+    c = plan.changes[0]
+    return (c.key, c.action, c.confidence, c.before, c.after)
+
+
+@pytest.mark.parametrize(
+    ("live_settings", "readable", "state_settings", "expected"),
+    [
+        # read now and equal: nothing to do
+        ({"name": "A"}, True, None, None),
+        # read now and different: verified update
+        ({"name": "B"}, True, None, ("name", "update", "verified", "B", "A")),
+        # not readable, state says equal: assumed in sync
+        ({}, False, {"name": "A"}, None),
+        # not readable, state says different: assumed update
+        ({}, False, {"name": "B"}, ("name", "update", "assumed", "B", "A")),
+        # neither: unknown, sent
+        ({}, False, None, ("name", "update", "unknown", None, "A")),
+        # readable list but the field is not returned: falls back to state
+        ({"model": "auto"}, True, {"name": "A"}, None),
+        # verified beats state: the dashboard changed it back
+        ({"name": "B"}, True, {"name": "A"}, ("name", "update", "verified", "B", "A")),
+    ],
+)
+def test_settings_confidence_table(
+    live_settings: dict[str, Any],
+    readable: bool,
+    state_settings: dict[str, Any] | None,
+    expected: tuple[str, str, str, Any, Any] | None,
+) -> None:
+    plan = compute_plan(
+        desired(bot(settings={"name": "A"})),
+        live(live_bot(settings=live_settings, readable=readable)),
+        state(settings=state_settings) if state_settings is not None else State(),
+    )
+    if expected is None:
+        assert plan.changes == ()
+        assert plan.empty
+    else:
+        assert _one(plan) == expected
+        assert [op.body for op in plan.operations] == [{"name": "A"}]
+
+
+def test_only_changed_fields_are_sent_and_nested_objects_whole() -> None:
+    spec = bot(
+        settings={"name": "A", "temp": 0.2, "styles": {"theme": "dark", "buttonColor": "#fff"}}
+    )
+    observed = {"name": "A", "temp": 0.5, "styles": {"theme": "dark", "buttonColor": "#000"}}
+    plan = compute_plan(desired(spec), live(live_bot(settings=observed)), State())
+    assert [c.key for c in plan.changes] == ["styles.buttonColor", "temp"]
+    (op,) = plan.operations
+    assert op.kind == "update_settings"
+    assert op.body == {"styles": {"theme": "dark", "buttonColor": "#fff"}, "temp": 0.2}
+
+
+def test_unmanaged_setting_is_never_compared() -> None:
+    plan = compute_plan(
+        desired(bot(settings={"name": "A"})),
+        live(live_bot(settings={"name": "A", "model": "auto", "temp": 0.9})),
+        State(),
+    )
+    assert plan.empty
+    assert plan.unverified == 0
+
+
+def test_integer_and_float_temperatures_are_equal() -> None:
+    assert same_value(1, 1.0)
+    plan = compute_plan(
+        desired(bot(settings={"temp": 1})), live(live_bot(settings={"temp": 1.0})), State()
+    )
+    assert plan.empty
+
+
+@pytest.mark.parametrize(
+    ("declared", "live_attrs", "managed", "expected_action", "kind", "confidence"),
+    [
+        (TEXT, [], {}, "create", "create_attribute", "verified"),
+        (TEXT, None, {}, "create", "ensure_attribute", "unknown"),
+        (TEXT, [{**TEXT, "label": "Old"}], {}, "update", "update_attribute", "verified"),
+        ({**TEXT, "archived": True}, [TEXT], {}, "archive", "update_attribute", "verified"),
+        (TEXT, [{**TEXT, "archived": True}], {}, "unarchive", "update_attribute", "verified"),
+        (TEXT, None, {"tier": {**TEXT, "label": "Old"}}, "update", "update_attribute", "assumed"),
+    ],
+)
+def test_attribute_transitions(
+    declared: dict[str, Any],
+    live_attrs: list[dict[str, Any]] | None,
+    managed: dict[str, dict[str, Any]],
+    expected_action: str,
+    kind: str,
+    confidence: str,
+) -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[declared])),
+        live(live_bot(attributes=live_attrs or [], attributes_readable=live_attrs is not None)),
+        state(attributes=managed),
+    )
+    (change,) = plan.changes
+    (op,) = plan.operations
+    assert (change.action, op.kind, change.confidence) == (expected_action, kind, confidence)
+    if op.kind == "update_attribute":
+        assert op.body["archived"] is declared["archived"]  # always explicit
+
+
+def test_create_always_sends_a_label() -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[{"name": "score", "type": "number"}])),
+        live(live_bot(attributes=[])),
+        State(),
+    )
+    (op,) = plan.operations
+    assert op.body == {"name": "score", "type": "number", "label": "score", "archived": False}
+
+
+def test_type_change_is_impossible_and_explained() -> None:
+    with pytest.raises(ImpossibleChangeError, match="cannot change an attribute's type"):
+        compute_plan(
+            desired(bot(attributes=[{**TEXT, "type": "number"}])),
+            live(live_bot(attributes=[TEXT])),
+            State(),
+        )
+
+
+def test_dropped_managed_attribute_is_archived_unmanaged_is_reported() -> None:
+    live_attrs = [TEXT, {"name": "stray", "type": "text", "label": "Stray"}]
+    plan = compute_plan(
+        desired(bot(attributes=[])),
+        live(live_bot(attributes=live_attrs)),
+        state(attributes={"tier": TEXT}),
+    )
+    assert [(c.key, c.action) for c in plan.changes] == [("tier", "archive")]
+    assert [u.name for u in plan.unmanaged] == ["stray"]
+
+
+def test_prune_archives_unmanaged_but_not_archived_ones() -> None:
+    live_attrs = [
+        {"name": "stray", "type": "text", "label": "Stray"},
+        {"name": "old", "type": "text", "label": "Old", "archived": True},
+    ]
+    plan = compute_plan(
+        desired(bot(attributes=[], prune=True)), live(live_bot(attributes=live_attrs)), State()
+    )
+    assert [(c.key, c.action) for c in plan.changes] == [("stray", "archive")]
+    assert plan.unmanaged == ()
+
+
+def test_redeclared_archived_attribute_is_unarchived_not_created() -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[TEXT])),
+        live(live_bot(attributes=[{**TEXT, "archived": True}])),
+        State(),
+    )
+    assert [op.kind for op in plan.operations] == ["update_attribute"]
+    assert plan.changes[0].action == "unarchive"
+
+
+def test_unknown_chatbot_is_a_plan_error() -> None:
+    with pytest.raises(ImpossibleChangeError, match="does not exist"):
+        compute_plan(desired(bot()), live(live_bot(exists=False)), State())
+
+
+def test_private_visibility_is_flagged() -> None:
+    plan = compute_plan(
+        desired(bot(settings={"visibility": "private"})),
+        live(live_bot(settings={"visibility": "public"})),
+        State(),
+    )
+    assert plan.changes[0].flags == (FLAG_CUTS_OFF_USERS,)
+
+
+def test_no_reads_no_state_sends_everything_then_state_converges() -> None:
+    spec = bot(settings={"name": "A", "temp": 0.1}, attributes=[TEXT])
+    first = compute_plan(desired(spec), Live(), State())
+    assert {c.confidence for c in first.changes} == {"unknown"}
+    st = State()
+    for op in first.operations:
+        st.apply_operation(op)
+    st.lineage = "x"
+    assert compute_plan(desired(spec), Live(), st).empty
+
+
+def test_secrets_are_masked_in_changes_but_not_in_operations() -> None:
+    spec = bot(settings={"instructions": "token s3cr3t here"}, secret_values=frozenset({"s3cr3t"}))
+    plan = compute_plan(desired(spec), Live(), State())
+    assert "s3cr3t" not in str(plan.to_dict())
+    assert plan.operations[0].body["instructions"] == "token s3cr3t here"
+    assert mask_secrets(["a s3cr3t"], frozenset({"s3cr3t"})) == ["a (secret)"]
+
+
+def test_plan_is_deterministic_whatever_the_order() -> None:
+    a, b = bot("a", "id-a", {"name": "x"}), bot("b", "id-b", {"name": "y"})
+    one = compute_plan(desired(a, b), Live(), State())
+    two = compute_plan(desired(b, a), Live(), State())
+    assert one.to_dict() == two.to_dict()

@@ -1,0 +1,105 @@
+"""The state file: atomic writes, serial and lineage, corrupt files, the lock."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from botctl.errors import LockError, StateError
+from botctl.plan import Operation, OperationKind
+from botctl.state import (
+    State,
+    StateLock,
+    StateWriter,
+    break_lock,
+    load_state,
+    lock_path_for,
+    save_state,
+)
+
+
+def op(
+    kind: OperationKind = "update_settings",
+    key: str = "settings",
+    record: dict[str, Any] | None = None,
+) -> Operation:
+    body = record or {"name": "A"}
+    return Operation("bot-1", "support", "BOTCTL_API_KEY", kind, key, body, body)
+
+
+def test_missing_file_is_empty_state(tmp_path: Path) -> None:
+    st = load_state(tmp_path / "none.json")
+    assert st.lineage is None
+    assert st.bots == {}
+
+
+def test_roundtrip_bumps_serial_and_keeps_lineage(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "state.json"
+    st = State()
+    st.apply_operation(op())
+    st.apply_operation(op("create_attribute", "tier", {"name": "tier", "type": "text"}))
+    save_state(st, path)
+    first = load_state(path)
+    assert first.serial == 1
+    assert first.lineage
+    assert first.bots["bot-1"].settings == {"name": "A"}
+    assert first.bots["bot-1"].attributes["tier"]["type"] == "text"
+    save_state(first, path)
+    second = load_state(path)
+    assert (second.serial, second.lineage) == (2, first.lineage)
+    assert [p.name for p in path.parent.iterdir()] == ["state.json"]  # no temp files left
+
+
+def test_nested_settings_replace_whole(tmp_path: Path) -> None:
+    st = State()
+    st.apply_operation(op(record={"styles": {"theme": "dark", "buttonColor": "#fff"}}))
+    st.apply_operation(op(record={"styles": {"theme": "light"}}))
+    assert st.bots["bot-1"].settings == {"styles": {"theme": "light"}}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid botctl state"),
+        ('{"format_version": 99}', "format_version 99"),
+        ('{"format_version": 1, "lineage": "x"}', "not valid botctl state"),
+    ],
+)
+def test_corrupt_state_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(content)
+    with pytest.raises(StateError, match=message):
+        load_state(path)
+
+
+def test_writer_coalesces_and_flushes(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    writer = StateWriter(State(), path, interval=3600)
+    writer.record(op())  # first record writes at once (nothing written yet)
+    writer.record(op(record={"temp": 0.1}))  # coalesced
+    assert load_state(path).bots["bot-1"].settings == {"name": "A"}
+    writer.flush()
+    assert load_state(path).bots["bot-1"].settings == {"name": "A", "temp": 0.1}
+
+
+def test_second_lock_fails_fast_naming_the_holder(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    with StateLock(path), pytest.raises(LockError, match=f"pid {os.getpid()}"):
+        StateLock(path).acquire()
+    assert not lock_path_for(path).exists()
+
+
+def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    info = {"pid": 2**22 + 12345, "host": os.uname().nodename, "since": "then", "command": "apply"}
+    lock_path_for(path).write_text(json.dumps(info))
+    with pytest.raises(LockError, match="botctl unlock"):
+        StateLock(path, timeout=0.2).acquire()
+    holder = break_lock(path)
+    assert holder is not None
+    assert holder.since == "then"
+    StateLock(path).acquire()
