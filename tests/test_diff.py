@@ -152,7 +152,7 @@ def test_dropped_managed_attribute_is_archived_unmanaged_is_reported() -> None:
 
 
 def test_prune_archives_unmanaged_but_not_archived_ones() -> None:
-    live_attrs = [
+    live_attrs: list[dict[str, Any]] = [
         {"name": "stray", "type": "text", "label": "Stray"},
         {"name": "old", "type": "text", "label": "Old", "archived": True},
     ]
