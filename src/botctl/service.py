@@ -153,6 +153,7 @@ def bootstrap_calls(refs: Iterable[BotRef], keys: Mapping[str, str]) -> list[Adm
             ok=(201, 409),
         )
         for ref in refs
+        if ref.chatbot_id  # export connects with no chatbot in mind
     ]
     return calls
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from botctl.apply import ApplyReport, OpResult, apply_plan
-from botctl.client import ServiceClient
+from botctl.client import ReadsUnavailable, ServiceClient
 from botctl.config import load_desired
 from botctl.diff import compute_plan, same_value
 from botctl.drift import DriftReport, compute_drift
 from botctl.errors import BotctlError, StalePlanError
 from botctl.live import read_live
-from botctl.models import BotSpec, Desired, Live, flatten
+from botctl.models import BotSpec, Desired, Live, LiveBot, flatten
 from botctl.plan import BotRef, Plan
 from botctl.service import ServiceOptions, connect
 from botctl.state import StateLock, StateWriter, load_state
@@ -138,6 +138,36 @@ async def run_apply(
                 writer.flush()
             after = await _read(bots, clients, ws)
     return ApplyOutcome(plan, report, tuple(verify_applied(report, after)))
+
+
+async def read_for_export(
+    chatbot_ids: list[str], api_key_env: str, environ: Mapping[str, str], options: ServiceOptions
+) -> list[LiveBot]:
+    """Read chatbots to export: the ids given, or every chatbot of the account."""
+    ref = BotRef("export", "", api_key_env)
+    async with connect([ref], environ, options) as clients:
+        client = clients[api_key_env]
+        if not chatbot_ids:
+            try:
+                records = await client.list_chatbots()
+            except ReadsUnavailable:
+                raise BotctlError(
+                    "this service does not offer the chatbot list (GET /get-chatbots): "
+                    "export needs it"
+                ) from None
+            chatbot_ids = sorted(str(r.get("id") or r.get("chatbotId") or "") for r in records)
+            chatbot_ids = [c for c in chatbot_ids if c]
+        bots = [BotSpec(name=c, chatbot_id=c, api_key_env=api_key_env) for c in chatbot_ids]
+        live = await read_live(bots, clients)
+    missing = [c for c in chatbot_ids if not live.bots[c].exists]
+    if missing:
+        raise BotctlError(f"no such chatbot in the account of ${api_key_env}: {', '.join(missing)}")
+    unreadable = [c for c in chatbot_ids if not live.bots[c].settings_readable]
+    if unreadable and len(unreadable) == len(chatbot_ids):
+        raise BotctlError(
+            "this service does not offer reads (GET /get-chatbots): nothing to export"
+        )
+    return [live.bots[c] for c in chatbot_ids]
 
 
 def check_fresh(plan: Plan, live: Live, serial: int | None, lineage: str | None) -> None:
