@@ -194,7 +194,8 @@ class ServiceClient:
         attempt = 0
         while True:
             attempt += 1
-            self.stats.pace_wait += await self._pacer.acquire()
+            waited = await self._pacer.acquire()  # not `+= await`: that reads before waiting
+            self.stats.pace_wait += waited
             try:
                 response = await self._attempt(call, attempt)
             except httpx.RequestError as exc:

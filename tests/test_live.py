@@ -1,0 +1,262 @@
+"""read_live against mock services: normalisation, existence, fallbacks, request counts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import httpx
+import pytest
+
+from botctl.client import RetryPolicy, ServiceClient
+from botctl.errors import ApiError, ServiceError
+from botctl.live import normalise_settings, read_live
+from botctl.models import BotSpec, CustomAttribute, Live
+
+BASE = "https://api.example.test/api/v1"
+
+
+async def _no_sleep(seconds: float) -> None:
+    await asyncio.sleep(0)
+
+
+FAST = RetryPolicy(sleep=_no_sleep, random=lambda: 0.0)
+
+
+class FakeService:
+    """Answers the two reads from in-memory data and counts every request by path."""
+
+    def __init__(
+        self,
+        chatbots: Any,
+        attributes: dict[str, list[dict[str, Any]]] | None = None,
+        *,
+        list_status: int = 200,
+        attr_status: int = 200,
+        attr_message: str = "Success",
+    ) -> None:
+        self.chatbots = chatbots
+        self.attributes = attributes or {}
+        self.list_status = list_status
+        self.attr_status = attr_status
+        self.attr_message = attr_message
+        self.calls: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/v1")
+        self.calls[path] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        await asyncio.sleep(0)  # let other reads start, so concurrency is observable
+        self.in_flight -= 1
+        if path == "/get-chatbots":
+            if self.list_status != 200:
+                return httpx.Response(self.list_status, json={"message": "Not Found"})
+            return httpx.Response(200, json=self.chatbots)
+        chatbot_id = path.split("/")[2]
+        if self.attr_status != 200:
+            return httpx.Response(self.attr_status, json={"message": self.attr_message})
+        data = self.attributes.get(chatbot_id, [])
+        return httpx.Response(200, json={"message": "Success", "data": data})
+
+    def client(self, key: str = "k-123456") -> ServiceClient:
+        return ServiceClient(BASE, key, transport=httpx.MockTransport(self), retry=FAST)
+
+
+def bot(chatbot_id: str, env: str = "BOTCTL_API_KEY") -> BotSpec:
+    return BotSpec(name=chatbot_id, chatbot_id=chatbot_id, api_key_env=env)
+
+
+def read(bots: list[BotSpec], clients: dict[str, ServiceClient], **kwargs: Any) -> Live:
+    async def main() -> Live:
+        try:
+            return await read_live(bots, clients, **kwargs)
+        finally:
+            for client in clients.values():
+                await client.aclose()
+
+    return asyncio.run(main())
+
+
+SNAKE_RECORD = {
+    "id": "b1",
+    "name": "Support",
+    "status": "ready",
+    "created_at": "2024-01-01",
+    "model": "gpt-5-mini",
+    "temp": 0.2,
+    "ip_limit": 20,
+    "ip_limit_timeframe": 3600,
+    "ip_limit_message": "Slow down",
+    "initial_messages": ["Hi!"],
+    "suggested_messages": [],
+    "domains": ["example.com"],
+    "only_allow_on_added_domains": False,
+    "visibility": "public",
+    "instructions": None,
+    "styles": {
+        "theme": "dark",
+        "button_color": "#0a84ff",
+        "align_chat_button": "right",
+        "auto_open_chat_window_after": 0,
+        "font": "Inter",
+        "display_name": None,
+    },
+    "collect_customer_information": {
+        "title": "Contact us",
+        "name": {"active": True, "label": "Name", "placeholder": "x"},
+        "phone": None,
+        "extra": 1,
+    },
+}
+
+EXPECTED_SETTINGS = {
+    "name": "Support",
+    "model": "gpt-5-mini",
+    "temp": 0.2,
+    "ipLimit": 20,
+    "ipLimitTimeframe": 3600,
+    "ipLimitMessage": "Slow down",
+    "initialMessages": ["Hi!"],
+    "suggestedMessages": [],
+    "domains": ["example.com"],
+    "onlyAllowOnAddedDomains": False,
+    "visibility": "public",
+    "styles": {
+        "theme": "dark",
+        "buttonColor": "#0a84ff",
+        "alignChatButton": "right",
+        "autoOpenChatWindowAfter": 0,
+    },
+    "collectCustomerInformation": {
+        "title": "Contact us",
+        "name": {"active": True, "label": "Name"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "shape", [lambda r: {"chatbots": [r]}, lambda r: {"chatbots": {"data": [r]}}]
+)
+def test_snake_case_records_normalise_to_camel_case_writable_fields(shape: Any) -> None:
+    service = FakeService(shape(SNAKE_RECORD))
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    got = live.bots["b1"]
+    assert got.exists
+    assert got.settings_readable
+    assert got.settings == EXPECTED_SETTINGS
+    assert got.attributes == {}
+
+
+def test_documented_camel_case_record_keeps_its_names() -> None:
+    record = {"id": "b1", "name": "N", "status": "ready", "visibility": "private", "model": "auto"}
+    assert normalise_settings(record) == {"name": "N", "visibility": "private", "model": "auto"}
+
+
+def test_camel_case_wins_over_its_snake_case_twin() -> None:
+    assert normalise_settings({"ip_limit": 1, "ipLimit": 2}) == {"ipLimit": 2}
+    assert normalise_settings({"ipLimit": 2, "ip_limit": 1}) == {"ipLimit": 2}
+
+
+def test_unreadable_nested_objects_are_not_observable() -> None:
+    record = {"styles": "dark", "collect_customer_information": {"extra": 1}}
+    assert normalise_settings(record) == {}
+
+
+@pytest.mark.parametrize("id_key", ["id", "chatbotId", "chatbot_id"])
+def test_record_id_keys(id_key: str) -> None:
+    service = FakeService({"chatbots": [{id_key: "b1", "name": "N"}]})
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert live.bots["b1"].exists
+    assert live.bots["b1"].settings == {"name": "N"}
+
+
+def test_attributes_parse_leniently() -> None:
+    attrs: list[dict[str, Any]] = [
+        {"name": "tier", "type": "text", "label": "Tier", "description": None, "id": 7},
+        {"name": "old", "type": "number", "label": "Old", "archived": True, "created_at": 1},
+    ]
+    service = FakeService({"chatbots": [{"id": "b1"}]}, {"b1": attrs})
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert live.bots["b1"].attributes == {
+        "tier": CustomAttribute(name="tier", type="text", label="Tier"),
+        "old": CustomAttribute(name="old", type="number", label="Old", archived=True),
+    }
+
+
+def test_an_invalid_attribute_record_is_a_service_error_naming_the_chatbot() -> None:
+    service = FakeService({"chatbots": [{"id": "b1"}]}, {"b1": [{"name": "x", "type": "json"}]})
+    with pytest.raises(ServiceError) as info:
+        read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert "chatbot b1: read attributes failed: unexpected attribute record 'x'" in str(info.value)
+
+
+def test_a_bot_missing_from_the_list_does_not_exist_and_is_not_read_further() -> None:
+    service = FakeService({"chatbots": [{"id": "b1"}]})
+    live = read([bot("b1"), bot("ghost")], {"BOTCTL_API_KEY": service.client()})
+    ghost = live.bots["ghost"]
+    assert (ghost.exists, ghost.settings_readable, ghost.attributes) == (False, True, None)
+    assert service.calls["/chatbots/ghost/custom-attributes"] == 0
+    assert service.calls["/chatbots/b1/custom-attributes"] == 1
+
+
+def test_one_list_read_per_client_and_one_attribute_read_per_bot() -> None:
+    first = FakeService({"chatbots": [{"id": f"a{i}"} for i in range(5)]})
+    second = FakeService({"chatbots": {"data": [{"id": "b0"}, {"id": "b1"}]}})
+    shared = first.client()
+    clients = {"KEY_A": shared, "KEY_A_ALIAS": shared, "KEY_B": second.client("k-999999")}
+    bots = [bot(f"a{i}", "KEY_A" if i % 2 else "KEY_A_ALIAS") for i in range(5)]
+    bots += [bot("b0", "KEY_B"), bot("b1", "KEY_B"), bot("b1", "KEY_B")]
+    live = read(bots, clients)
+    assert set(live.bots) == {"a0", "a1", "a2", "a3", "a4", "b0", "b1"}
+    assert first.calls["/get-chatbots"] == 1
+    assert second.calls["/get-chatbots"] == 1
+    assert sum(first.calls.values()) == 1 + 5
+    assert sum(second.calls.values()) == 1 + 2
+
+
+def test_attribute_reads_run_concurrently_within_the_bound() -> None:
+    service = FakeService({"chatbots": [{"id": f"b{i}"} for i in range(20)]})
+    read([bot(f"b{i}") for i in range(20)], {"BOTCTL_API_KEY": service.client()}, concurrency=3)
+    assert 1 < service.max_in_flight <= 3
+
+
+@pytest.mark.parametrize("status", [404, 405, 501])
+def test_without_a_chatbot_list_settings_are_unreadable_but_attributes_still_read(
+    status: int,
+) -> None:
+    service = FakeService(None, {"b1": [{"name": "tier", "type": "text"}]}, list_status=status)
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    got = live.bots["b1"]
+    assert (got.exists, got.settings_readable, got.settings) == (True, False, {})
+    assert got.attributes == {"tier": CustomAttribute(name="tier", type="text")}
+
+
+def test_without_any_reads_everything_is_unknown() -> None:
+    service = FakeService(None, list_status=404, attr_status=404, attr_message="Not Found")
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    got = live.bots["b1"]
+    assert (got.exists, got.settings_readable, got.attributes) == (True, False, None)
+
+
+def test_chatbot_not_found_on_attribute_read_propagates() -> None:
+    service = FakeService(None, list_status=405, attr_status=404, attr_message="Chatbot not found")
+    with pytest.raises(ApiError) as info:
+        read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert info.value.status == 404
+    assert info.value.chatbot_id == "b1"
+
+
+def test_auth_failure_propagates_as_the_botctl_error_not_a_group() -> None:
+    service = FakeService(None, list_status=401)
+    with pytest.raises(ApiError) as info:
+        read([bot("b1"), bot("b2")], {"BOTCTL_API_KEY": service.client()})
+    assert info.value.status == 401
+
+
+def test_a_bot_without_a_client_is_a_service_error() -> None:
+    with pytest.raises(ServiceError, match=r"no API client for \$OTHER"):
+        read([bot("b1", "OTHER")], {})
