@@ -9,7 +9,7 @@ import pytest
 from botctl.diff import compute_plan, mask_secrets, same_value
 from botctl.errors import ImpossibleChangeError
 from botctl.models import Live
-from botctl.plan import FLAG_CUTS_OFF_USERS
+from botctl.plan import FLAG_CUTS_OFF_USERS, SafetyPolicy
 from botctl.state import State
 from tests.factories import bot, desired, live, live_bot, state
 
@@ -211,3 +211,44 @@ def test_plan_is_deterministic_whatever_the_order() -> None:
     one = compute_plan(desired(a, b), Live(), State())
     two = compute_plan(desired(b, a), Live(), State())
     assert one.to_dict() == two.to_dict()
+
+
+def _many(n: int) -> list[dict[str, Any]]:
+    return [{"name": f"a{i:02d}", "type": "text", "label": f"A{i}"} for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("active", "archived", "refused"),
+    [
+        (10, 3, False),  # exactly 30 %: at the limit
+        (10, 4, True),  # one past it
+        (9, 9, False),  # fewer than 10 attributes: no percentage cap
+    ],
+)
+def test_archive_percentage_cap(active: int, archived: int, refused: bool) -> None:
+    attrs = _many(active)
+    keep = attrs[archived:]
+    plan = compute_plan(
+        desired(bot(attributes=keep)),
+        live(live_bot(attributes=attrs)),
+        state(attributes={a["name"]: a for a in attrs}),
+    )
+    assert sum(c.action == "archive" for c in plan.changes) == archived
+    assert bool(plan.violations) is refused
+
+
+def test_per_document_override_and_run_cap() -> None:
+    attrs = _many(10)
+    managed = {a["name"]: a for a in attrs}
+    overridden = bot(attributes=[], max_archive_percent=100)
+    plan = compute_plan(
+        desired(overridden), live(live_bot(attributes=attrs)), state(attributes=managed)
+    )
+    assert plan.violations == ()
+    capped = compute_plan(
+        desired(overridden),
+        live(live_bot(attributes=attrs)),
+        state(attributes=managed),
+        SafetyPolicy(max_archives=9),
+    )
+    assert capped.violations == ("the run archives 10 attributes (more than 9)",)

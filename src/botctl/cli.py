@@ -20,12 +20,12 @@ from botctl.apply import OpResult
 from botctl.cli_more import demo, export, schema
 from botctl.console import colour_enabled, err, run_async
 from botctl.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BotctlError, PlanError
-from botctl.plan import Plan, plan_from_file_dict, plan_to_file_dict
+from botctl.plan import Plan, SafetyPolicy, plan_from_file_dict, plan_to_file_dict
 from botctl.render import drift_summary, render_drift, render_plan
 from botctl.sandbox.cli import sandbox
 from botctl.service import ServiceOptions
 from botctl.state import DEFAULT_STATE_PATH, break_lock
-from botctl.workflow import Workspace, load, make_drift, make_plan, run_apply
+from botctl.workflow import Workspace, enforce_safety, load, make_drift, make_plan, run_apply
 
 F = TypeVar("F", bound=Callable[..., Any])
 FORMATS = click.Choice(["text", "json", "markdown"])
@@ -133,6 +133,28 @@ def service_options(func: F) -> F:
     return func
 
 
+def safety_options(func: F) -> F:
+    decorators = [
+        click.option(
+            "--force",
+            is_flag=True,
+            help="Accept a plan that exceeds the safety caps (archiving more than 30% of a "
+            "chatbot's attributes, when it has at least 10, or more than --max-archives).",
+        ),
+        click.option(
+            "--max-archives",
+            type=click.IntRange(0),
+            default=50,
+            show_default=True,
+            envvar="BOTCTL_MAX_ARCHIVES",
+            help="Most attributes one run may archive across all chatbots.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
 def workspace(params: dict[str, Any]) -> Workspace:
     if not params.get("paths"):
         raise click.UsageError(
@@ -154,6 +176,8 @@ def workspace(params: dict[str, Any]) -> Workspace:
         allow_unknown_models=bool(params.get("allow_unknown_models")),
         parallelism=params.get("parallelism") or 8,
         lock_timeout=params.get("lock_timeout") or 0.0,
+        policy=SafetyPolicy(max_archives=params.get("max_archives", 50)),
+        force=bool(params.get("force")),
     )
 
 
@@ -182,6 +206,7 @@ def validate(**params: Any) -> int:
 @cli.command()
 @config_options
 @service_options
+@safety_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
 @click.option(
     "--out",
@@ -201,10 +226,10 @@ def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> 
     """
     ws = workspace(params)
     result = run_async(make_plan(ws))
+    click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
+    enforce_safety(result, ws)
     if out is not None:
         write_plan_file(result, out)
-    click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
-    if out is not None:
         err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
     return EXIT_CHANGES if detailed_exitcode and not result.empty else EXIT_OK
 
@@ -254,6 +279,7 @@ def read_plan_file(path: Path) -> Plan:
     help="Only the chatbot with this metadata.name (repeatable).",
 )
 @service_options
+@safety_options
 def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     """Apply the configuration (or a saved plan) to the service.
 
@@ -277,9 +303,11 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     ws = workspace(params)
     colour = colour_enabled()
 
-    def approve(p: Plan) -> bool:
+    def show(p: Plan) -> None:
         click.echo(render_plan(p, "text", colour=colour), nl=False)
-        if p.empty or saved is not None or auto_approve:
+
+    def confirm(p: Plan) -> bool:
+        if saved is not None or auto_approve:
             return True
         return click.confirm("\nApply these changes?", default=False)
 
@@ -288,7 +316,7 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         note = f": {result.message}" if result.message else ""
         click.echo(f"{label[result.status]}  {result.operation.label}{note}")
 
-    outcome = run_async(run_apply(ws, saved=saved, approve=approve, on_result=progress))
+    outcome = run_async(run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress))
     if outcome is None:
         return EXIT_OK
     report = outcome.report

@@ -86,7 +86,9 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     def progress(result: OpResult) -> None:
         echo(f"   {result.status:<8} {result.operation.label}")
 
-    outcome = await run_apply(ws, saved=None, approve=lambda _: True, on_result=progress)
+    outcome = await run_apply(
+        ws, saved=None, show=lambda _: None, confirm=lambda _: True, on_result=progress
+    )
     applied_ok = outcome is not None and outcome.report.ok
     echo("")
 

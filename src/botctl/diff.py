@@ -32,7 +32,9 @@ from botctl.plan import (
     Operation,
     OperationKind,
     Plan,
+    SafetyPolicy,
     Unmanaged,
+    safety_violations,
 )
 from botctl.state import BotRecord, State
 
@@ -44,12 +46,16 @@ class _BotPlan:
     unmanaged: list[Unmanaged] = field(default_factory=list)
     depends_on: list[Dependency] = field(default_factory=list)
     unverified: int = 0
+    active_attributes: int = 0  # attributes not archived now (verified or assumed)
     problems: list[str] = field(default_factory=list)
 
 
-def compute_plan(desired: Desired, live: Live, state: State) -> Plan:
+def compute_plan(
+    desired: Desired, live: Live, state: State, policy: SafetyPolicy | None = None
+) -> Plan:
     """The plan that makes the service match ``desired``; raises ImpossibleChangeError listing
-    every change the API cannot make (unknown chatbot, attribute type change)."""
+    every change the API cannot make (unknown chatbot, attribute type change). Safety caps
+    the plan exceeds are recorded in ``Plan.violations`` (the caller refuses it)."""
     parts = [
         _plan_bot(bot, live.bots.get(bot.chatbot_id), state.record_for(bot.chatbot_id))
         for bot in desired.bots
@@ -59,8 +65,15 @@ def compute_plan(desired: Desired, live: Live, state: State) -> Plan:
         raise ImpossibleChangeError(
             "the plan cannot be made:\n" + "\n".join(f"  - {p}" for p in problems)
         )
+    changes = tuple(c for part in parts for c in part.changes)
+    violations = safety_violations(
+        changes,
+        {bot.name: part.active_attributes for bot, part in zip(desired.bots, parts, strict=True)},
+        policy or SafetyPolicy(),
+        {b.name: b.max_archive_percent for b in desired.bots if b.max_archive_percent is not None},
+    )
     return Plan(
-        changes=tuple(c for part in parts for c in part.changes),
+        changes=changes,
         operations=tuple(op for part in parts for op in part.operations),
         unmanaged=tuple(u for part in parts for u in part.unmanaged),
         unverified=sum(part.unverified for part in parts),
@@ -69,6 +82,7 @@ def compute_plan(desired: Desired, live: Live, state: State) -> Plan:
         state_lineage=state.lineage,
         warnings=desired.warnings,
         bots=tuple(BotRef(b.name, b.chatbot_id, b.api_key_env) for b in desired.bots),
+        violations=violations,
     )
 
 
@@ -206,6 +220,10 @@ def _plan_attributes(
     for attr in bot.attributes:
         _plan_declared_attribute(bot, attr, live_attrs, managed, out)
     current_names = set(live_attrs) if live_attrs is not None else set(managed)
+    if live_attrs is not None:
+        out.active_attributes = sum(not a.archived for a in live_attrs.values())
+    else:
+        out.active_attributes = sum(not a.get("archived") for a in managed.values())
     for name in sorted(current_names - declared):
         _plan_undeclared_attribute(bot, name, live_attrs, managed, out)
 

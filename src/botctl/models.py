@@ -116,6 +116,8 @@ class BotSpec(BaseModel):
     settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
     attributes: tuple[CustomAttribute, ...] = ()
     prune: bool = False
+    # spec.safety.maxArchivePercent: this document's own cap on archiving in one run.
+    max_archive_percent: float | None = None
     source: str = ""  # "file:line" of the document, for messages
     # Resolved values of ${VAR}s the user marked secret: masked wherever a plan is shown.
     secret_values: frozenset[str] = frozenset()

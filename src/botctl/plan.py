@@ -119,6 +119,8 @@ class Plan:
     state_lineage: str | None = None
     warnings: tuple[str, ...] = ()
     bots: tuple[BotRef, ...] = field(default=())  # every bot the plan covers, in order
+    # Safety caps this plan exceeds; apply refuses it unless forced (see SafetyPolicy).
+    violations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -163,6 +165,7 @@ class Plan:
             ],
             "summary": self.summary(),
             "warnings": list(self.warnings),
+            "violations": list(self.violations),
         }
 
 
@@ -178,6 +181,43 @@ def change_to_dict(change: Change) -> dict[str, Any]:
         "confidence": change.confidence,
         "flags": list(change.flags),
     }
+
+
+# --- safety caps --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SafetyPolicy:
+    """A plan that archives too much is refused (in plan and apply alike) unless forced:
+    more than ``max_archive_percent`` of a chatbot's active attributes when it has at least
+    ``min_attributes``, or more than ``max_archives`` across the run (None = no run cap)."""
+
+    max_archive_percent: float = 30.0
+    min_attributes: int = 10
+    max_archives: int | None = 50
+
+
+def safety_violations(
+    changes: tuple[Change, ...],
+    active_attributes: dict[str, int],
+    policy: SafetyPolicy,
+    overrides: dict[str, float],
+) -> tuple[str, ...]:
+    """``active_attributes`` and ``overrides`` are by bot name."""
+    archives = Counter(c.bot for c in changes if c.action == "archive")
+    found = []
+    for bot, count in sorted(archives.items()):
+        active = active_attributes.get(bot, 0)
+        limit = overrides.get(bot, policy.max_archive_percent)
+        if active >= policy.min_attributes and count * 100 > limit * active:
+            found.append(
+                f"{bot}: archives {count} of its {active} active attributes "
+                f"({count * 100 / active:.0f}% > {limit:g}%)"
+            )
+    total = sum(archives.values())
+    if policy.max_archives is not None and total > policy.max_archives:
+        found.append(f"the run archives {total} attributes (more than {policy.max_archives})")
+    return tuple(found)
 
 
 # --- plan files ---------------------------------------------------------------------------------
@@ -196,6 +236,7 @@ def plan_to_file_dict(plan: Plan) -> dict[str, Any]:
         "state": {"serial": plan.state_serial, "lineage": plan.state_lineage},
         "bots": [asdict(ref) for ref in plan.bots],
         "unverified": plan.unverified,
+        "violations": list(plan.violations),
     }
     body["checksum"] = _checksum(body)
     return body
@@ -241,6 +282,7 @@ def plan_from_file_dict(data: Any) -> Plan:
             state_lineage=data["state"]["lineage"],
             warnings=tuple(data["plan"].get("warnings", ())),
             bots=tuple(BotRef(**ref) for ref in data["bots"]),
+            violations=tuple(data["violations"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"plan file is malformed: {exc}") from None

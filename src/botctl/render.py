@@ -99,6 +99,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
     out.extend(f"warning: {w}" for w in plan.warnings)
+    out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
     unmanaged_by_bot = {
         bot: [u.name for u in group] for bot, group in groupby(plan.unmanaged, lambda u: u.bot)
     }
@@ -138,6 +139,7 @@ def render_markdown(plan: Plan, *, colour: bool = False) -> str:
         out.extend(f"> `{c.bot}` {c.key} -> {fmt(c.after)} may cut users off" for c in flagged)
         out.append("")
     out.extend(f"- warning: {w}" for w in plan.warnings)
+    out.extend(f"- **safety cap exceeded**: {v}" for v in plan.violations)
     if plan.changes:
         out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
         out.extend(

@@ -16,10 +16,10 @@ from botctl.client import ReadsUnavailable, ServiceClient
 from botctl.config import load_desired
 from botctl.diff import compute_plan, same_value
 from botctl.drift import DriftReport, compute_drift
-from botctl.errors import BotctlError, StalePlanError
+from botctl.errors import BotctlError, SafetyCapError, StalePlanError
 from botctl.live import read_live
 from botctl.models import BotSpec, Desired, Live, LiveBot, flatten
-from botctl.plan import BotRef, Plan
+from botctl.plan import BotRef, Plan, SafetyPolicy
 from botctl.service import ServiceOptions, connect
 from botctl.state import StateLock, StateWriter, load_state
 
@@ -34,6 +34,8 @@ class Workspace:
     allow_unknown_models: bool = False
     parallelism: int = 8
     lock_timeout: float = 0.0
+    policy: SafetyPolicy = field(default_factory=SafetyPolicy)
+    force: bool = False  # accept a plan that exceeds the safety caps
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,17 @@ async def make_plan(ws: Workspace) -> Plan:
     state = load_state(ws.state_path)
     async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
         live = await _read(desired.bots, clients, ws)
-    return compute_plan(desired, live, state)
+    return compute_plan(desired, live, state, ws.policy)
+
+
+def enforce_safety(plan: Plan, ws: Workspace) -> None:
+    if plan.violations and not ws.force:
+        raise SafetyCapError(
+            "the plan exceeds the safety caps; nothing was applied:\n"
+            + "\n".join(f"  - {v}" for v in plan.violations)
+            + "\nIf this is intended, pass --force, or raise the cap for one chatbot with "
+            "spec.safety.maxArchivePercent in its document."
+        )
 
 
 async def make_drift(ws: Workspace) -> DriftReport:
@@ -95,11 +107,12 @@ async def run_apply(
     ws: Workspace,
     *,
     saved: Plan | None,
-    approve: Callable[[Plan], bool],
+    show: Callable[[Plan], None],
+    confirm: Callable[[Plan], bool],
     on_result: Callable[[OpResult], None],
 ) -> ApplyOutcome | None:
-    """Plan (or take the saved plan), ask ``approve``, apply, record state, verify.
-    Returns None when the plan was empty or not approved."""
+    """Plan (or take the saved plan), show it, check the safety caps, ask ``confirm``, apply,
+    record state, verify. Returns None when the plan was empty or not confirmed."""
     desired = None if saved is not None else load(ws)
     with StateLock(ws.state_path, timeout=ws.lock_timeout):
         state = load_state(ws.state_path)
@@ -119,9 +132,12 @@ async def run_apply(
                 plan = saved
             else:
                 assert desired is not None
-                plan = compute_plan(desired, live, state)
-            # approve() shows the plan whatever it holds; an empty plan sends nothing.
-            if not approve(plan) or plan.empty:
+                plan = compute_plan(desired, live, state, ws.policy)
+            show(plan)
+            if plan.empty:
+                return None
+            enforce_safety(plan, ws)
+            if not confirm(plan):
                 return None
             writer = StateWriter(state, ws.state_path)
 
