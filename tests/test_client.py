@@ -23,7 +23,8 @@ from botctl.client import (
     outcome_unknown,
 )
 from botctl.errors import ApiError, ServiceError, TransportError
-from botctl.retry import Pacer, parse_reset, parse_retry_after
+from botctl.pacing import Pacer
+from botctl.retry import parse_reset, parse_retry_after
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 BASE = "https://api.example.test/api/v1"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -32,8 +32,17 @@ import httpx
 from botctl import contract
 from botctl.errors import ApiError, ServiceError, TransportError
 from botctl.models import DEFAULT_API_KEY_ENV
-from botctl.retry import DEFAULT_RETRY, Pacer, RequestStats, RetryPolicy, server_delay
-from botctl.retry import window_exhausted_delay as _window_delay
+from botctl.pacing import Pacer, RequestStats
+from botctl.retry import (
+    DEFAULT_RETRY,
+    NEVER_SENT,
+    Kind,
+    RetryPolicy,
+    may_retry_failure,
+    may_retry_status,
+    server_delay,
+    window_exhausted_delay,
+)
 
 __all__ = [
     "AmbiguousApiError",
@@ -44,15 +53,6 @@ __all__ = [
     "outcome_unknown",
 ]
 
-Kind = Literal["read", "idempotent", "create"]
-
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-# Failures where the request never left this process: safe to retry even a create.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-# Failures that also mean "never sent" but will not heal by retrying.
-_NEVER_SENT = (*_NOT_SENT, httpx.UnsupportedProtocol, httpx.LocalProtocolError)
-# Failures worth retrying at all; the rest (bad URL scheme, proxy setup) will not heal.
-_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _EXCERPT = 200
 _TRACE_BODY = 4000
 
@@ -200,14 +200,16 @@ class ServiceClient:
                 response = await self._attempt(call, attempt)
             except httpx.RequestError as exc:
                 error = self._transport_error(call, exc)
-                if attempt >= self.retry.max_attempts or not _may_retry_transport(call, exc):
+                if attempt >= self.retry.max_attempts or not may_retry_failure(call.kind, exc):
                     raise error from exc
                 await self._backoff(attempt, None)
                 continue
             self._watch_window(response)
             if response.is_success:
                 return response
-            if attempt < self.retry.max_attempts and _may_retry_status(call, response):
+            if attempt < self.retry.max_attempts and may_retry_status(
+                call.kind, response.status_code
+            ):
                 await self._backoff(attempt, self._hint_delay(response))
                 continue
             raise self._api_error(call, response, attempt)
@@ -224,7 +226,10 @@ class ServiceClient:
             response = await self._http.request(call.method, url, json=call.body)
         except httpx.RequestError as exc:
             elapsed = (self.retry.clock() - started) * 1000
-            self._emit(f"<- {call.method} {url} {type(exc).__name__} after {elapsed:.0f}ms")
+            self._emit(
+                f"<- {type(exc).__name__} {call.method} {url} {elapsed:.0f}ms"
+                f" attempt {attempt}/{self.retry.max_attempts}"
+            )
             raise
         elapsed = (self.retry.clock() - started) * 1000
         self._emit(
@@ -248,7 +253,7 @@ class ServiceClient:
         return delay
 
     def _watch_window(self, response: httpx.Response) -> None:
-        delay = _window_delay(response.headers, self.retry.wall_clock())
+        delay = window_exhausted_delay(response.headers, self.retry.wall_clock())
         if delay:
             self._pacer.block_for(self.retry.cap(delay))
 
@@ -289,7 +294,7 @@ class ServiceClient:
     def _transport_error(self, call: _Call, exc: httpx.RequestError) -> TransportError:
         host = urlsplit(self.base_url).hostname or self.base_url
         detail = str(exc) or type(exc).__name__
-        if isinstance(exc, _NEVER_SENT):
+        if isinstance(exc, NEVER_SENT):
             message = f"could not reach {host} ({detail}); the request was not sent"
             unknown = False
         elif isinstance(exc, httpx.TimeoutException):
@@ -338,18 +343,6 @@ def _data(response: httpx.Response) -> dict[str, Any]:
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
-
-
-def _may_retry_status(call: _Call, response: httpx.Response) -> bool:
-    if call.kind == "create":
-        return response.status_code == 429  # a refusal: certainly not applied
-    return response.status_code in RETRY_STATUSES
-
-
-def _may_retry_transport(call: _Call, exc: httpx.RequestError) -> bool:
-    if call.kind == "create":
-        return isinstance(exc, _NOT_SENT)
-    return isinstance(exc, _RETRYABLE_TRANSPORT)
 
 
 def _reads_unavailable(status: int, message: str) -> bool:

@@ -1,8 +1,9 @@
-"""Retry timing and request pacing for the service client.
+"""When the service client retries, and how long it waits first.
 
-Kept apart from ``client.py`` so the HTTP boundary reads as "send, classify, retry" while the
-arithmetic of when to send lives here, testable without any HTTP. Every source of time and
-randomness is injectable through ``RetryPolicy`` so tests never depend on the real clock.
+Kept apart from ``client.py`` so the HTTP boundary reads as "send, translate" while the rules
+of which failure is worth another try, and the arithmetic of backoff and server hints, are
+testable without any HTTP. Every source of time and randomness is injectable through
+``RetryPolicy`` so tests never depend on the real clock.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import random as _random
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Literal
+
+import httpx
 
 
 async def _real_sleep(seconds: float) -> None:
@@ -109,60 +112,25 @@ def server_delay(headers: Mapping[str, str], now: float) -> float | None:
     return window_exhausted_delay(headers, now)
 
 
-@dataclass
-class RequestStats:
-    """What a client did, for benchmarks and the apply summary."""
+# What an operation promises about repeating it: a read or an absolute write ("idempotent")
+# may be sent again whenever the first try failed; a create only when it surely was not applied.
+Kind = Literal["read", "idempotent", "create"]
 
-    requests: Counter[str] = field(default_factory=Counter)  # attempts sent, by HTTP method
-    retries: int = 0
-    pace_wait: float = 0.0  # seconds spent waiting for the pacer (rate limit or reset gate)
-    backoff_wait: float = 0.0  # seconds spent sleeping before retries
-
-    @property
-    def total(self) -> int:
-        return sum(self.requests.values())
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Failures where the request never left this process: safe to retry even a create.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Also never sent, but a bad URL scheme or a local protocol error will not heal by retrying.
+NEVER_SENT = (*NOT_SENT, httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
-class Pacer:
-    """Spaces requests of one client (one API key) evenly, and holds them all while the
-    service says the key's window is exhausted.
+def may_retry_status(kind: Kind, status: int) -> bool:
+    if kind == "create":
+        return status == 429  # a refusal: certainly not applied
+    return status in RETRY_STATUSES
 
-    Evenly spaced slots rather than a bursty token bucket: the service's windowed limit
-    (v2 documents 100 per 10 s) is met by any even spacing at the same average rate, and no
-    burst can overshoot a window that started before the run. Slots are reserved without an
-    ``await`` between reading and updating, so concurrent callers on one event loop never
-    take the same slot.
-    """
 
-    def __init__(
-        self,
-        rate: float,
-        clock: Callable[[], float],
-        sleep: Callable[[float], Awaitable[None]],
-    ) -> None:
-        self._interval = 1.0 / rate if rate > 0 else 0.0
-        self._clock = clock
-        self._sleep = sleep
-        self._next_slot = float("-inf")
-        self._blocked_until = float("-inf")
-
-    def block_for(self, seconds: float) -> None:
-        """No request starts within ``seconds`` from now (a reset gate, shared by all)."""
-        self._blocked_until = max(self._blocked_until, self._clock() + seconds)
-
-    async def acquire(self) -> float:
-        """Wait for this request's turn; returns the seconds waited."""
-        waited = 0.0
-        while True:
-            now = self._clock()
-            slot = max(now, self._next_slot, self._blocked_until)
-            if self._interval:
-                self._next_slot = slot + self._interval
-            if slot <= now:
-                return waited
-            await self._sleep(slot - now)
-            waited += slot - now
-            # A gate raised while we slept (another response said "window exhausted")
-            # applies to us too; otherwise our reserved slot has come.
-            if self._blocked_until <= self._clock():
-                return waited
+def may_retry_failure(kind: Kind, exc: httpx.RequestError) -> bool:
+    if kind == "create":
+        return isinstance(exc, NOT_SENT)
+    return isinstance(exc, _TRANSIENT)
