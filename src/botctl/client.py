@@ -294,15 +294,15 @@ class ServiceClient:
     def _transport_error(self, call: _Call, exc: httpx.RequestError) -> TransportError:
         host = urlsplit(self.base_url).hostname or self.base_url
         detail = str(exc) or type(exc).__name__
-        if isinstance(exc, NEVER_SENT):
+        # A read changes nothing, so "may have been applied" would only alarm the reader.
+        doubt = "" if call.kind == "read" else "; the change may have been applied"
+        unknown = not isinstance(exc, NEVER_SENT)
+        if not unknown:
             message = f"could not reach {host} ({detail}); the request was not sent"
-            unknown = False
         elif isinstance(exc, httpx.TimeoutException):
-            message = f"no answer from {host} in time ({detail}); it may have been applied"
-            unknown = True
+            message = f"no answer from {host} in time ({detail}){doubt}"
         else:
-            message = f"connection to {host} failed ({detail}); it may have been applied"
-            unknown = True
+            message = f"connection to {host} failed ({detail}){doubt}"
         return TransportError(
             call.operation,
             self._scrub(message),
