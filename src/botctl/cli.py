@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 
@@ -303,22 +303,23 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     ws = workspace(params)
     colour = colour_enabled()
 
-    def show(p: Plan) -> None:
-        click.echo(render_plan(p, "text", colour=colour), nl=False)
-
     def confirm(p: Plan) -> bool:
         if saved is not None or auto_approve:
             return True
         return click.confirm("\nApply these changes?", default=False)
 
-    def progress(result: OpResult) -> None:
-        label = {"applied": "applied", "failed": "FAILED ", "not_attempted": "skipped"}
-        note = f": {result.message}" if result.message else ""
-        click.echo(f"{label[result.status]}  {result.operation.label}{note}")
+    progress = Progress(live=colour_enabled(sys.stdout))
 
-    outcome = run_async(run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress))
+    def show(p: Plan) -> None:
+        click.echo(render_plan(p, "text", colour=colour), nl=False)
+        progress.total = len(p.operations)
+
+    outcome = run_async(
+        run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line)
+    )
     if outcome is None:
         return EXIT_OK
+    progress.finish()
     report = outcome.report
     for note in outcome.not_taken:
         err(f"warning: not taken as sent: {note}")
@@ -334,6 +335,34 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         )
         return EXIT_ERROR
     return EXIT_OK
+
+
+class Progress:
+    """One line per completed operation (what CI logs keep); on a terminal, also a status line
+    at the bottom that counts down what is left."""
+
+    LABELS: ClassVar[dict[str, str]] = {
+        "applied": "applied",
+        "failed": "FAILED ",
+        "not_attempted": "skipped",
+    }
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live
+        self.total = 0
+        self.done = 0
+
+    def line(self, result: OpResult) -> None:
+        self.done += 1
+        note = f": {result.message}" if result.message else ""
+        prefix = "\r\x1b[K" if self.live else ""
+        click.echo(f"{prefix}{self.LABELS[result.status]}  {result.operation.label}{note}")
+        if self.live:
+            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+
+    def finish(self) -> None:
+        if self.live:
+            click.echo("\r\x1b[K", nl=False)
 
 
 @cli.command()

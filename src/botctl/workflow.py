@@ -152,7 +152,10 @@ async def run_apply(
                 )
             finally:
                 writer.flush()
-            after = await _read(bots, clients, ws)
+            # Verify by reading back only the chatbots that were written to.
+            written = {r.operation.chatbot_id for r in report.results if r.status == "applied"}
+            touched = [b for b in bots if b.chatbot_id in written]
+            after = await _read(touched, clients, ws) if touched else Live()
     return ApplyOutcome(plan, report, tuple(verify_applied(report, after)))
 
 

@@ -1,0 +1,232 @@
+"""Benchmark (not a test): plan, first apply and no-op re-apply of many chatbots against the
+sandbox over loopback HTTP, with added latency and a rate limit.
+
+    uv run python bench/bench_reconcile.py                 # 500 chatbots x 20 attributes
+    uv run python bench/bench_reconcile.py --bots 50       # a quick run
+
+For each phase it prints wall time and requests sent, and compares them with
+(a) the lower bound: the fewest requests the phase needs (one chatbot list per key, one
+    attribute list per chatbot; one settings write per changed chatbot, one write per changed
+    attribute), spread over the allowed parallelism, latency and per-key rate; and
+(b) a naive sequential client doing the same requests one at a time (timed on a sample).
+It also times the pure planning step for the whole configuration (CPU only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from botctl.diff import compute_plan
+from botctl.models import Live, LiveBot
+from botctl.sandbox.config import SandboxConfig
+from botctl.sandbox.server import run_in_thread
+from botctl.service import ServiceOptions
+from botctl.state import State
+from botctl.workflow import Workspace, load, make_plan, run_apply
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+    reads: int
+    writes: int
+    min_reads: int
+    min_writes: int
+
+
+def write_config(root: Path, bots: int, attributes: int, keys: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(bots):
+        attrs = "\n".join(
+            f"    - {{name: attr_{j:02d}, type: text, label: Attribute {j}}}"
+            for j in range(attributes)
+        )
+        (root / f"bot-{i:04d}.yaml").write_text(
+            f"""apiVersion: botctl/v1
+kind: Chatbot
+metadata:
+  name: bot-{i:04d}
+spec:
+  chatbotId: bench-{i:04d}
+  apiKeyEnv: BENCH_KEY_{i % keys}
+  settings:
+    name: Bench bot {i}
+    model: gpt-5-mini
+    temp: 0.3
+    visibility: public
+  customAttributes:
+{attrs}
+""",
+            encoding="utf-8",
+        )
+
+
+def count_requests(admin_url: str) -> Counter[str]:
+    log = httpx.get(f"{admin_url}/_sandbox/requests", timeout=60).json()["requests"]
+    httpx.request("DELETE", f"{admin_url}/_sandbox/requests", timeout=60)
+    return Counter("read" if r["method"] == "GET" else "write" for r in log)
+
+
+def lower_bound(
+    requests: int, per_key: int, parallelism: int, latency: float, rate: float
+) -> float:
+    by_parallelism = requests * latency / parallelism
+    by_rate = per_key / rate if rate else 0.0
+    return max(by_parallelism, by_rate)
+
+
+def naive_seconds(api_url: str, key: str, sample: int) -> float:
+    """Mean time of one request made the naive way: sequential, a new connection each time."""
+    started = time.perf_counter()
+    for _ in range(sample):
+        httpx.get(f"{api_url}/get-chatbots", headers={"Authorization": f"Bearer {key}"})
+    return (time.perf_counter() - started) / sample
+
+
+def timed(run: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = run()
+    return result, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bots", type=int, default=500)
+    parser.add_argument("--attributes", type=int, default=20)
+    parser.add_argument("--keys", type=int, default=4, help="accounts (API keys)")
+    parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--server-rate", type=float, default=250, help="sandbox limit, req/s/key")
+    parser.add_argument("--client-rate", type=float, default=240, help="botctl pace, req/s/key")
+    parser.add_argument("--parallelism", type=int, default=8)
+    args = parser.parse_args()
+
+    keys = {f"bench-key-{k}": "standard" for k in range(args.keys)}
+    environ = {f"BENCH_KEY_{k}": f"bench-key-{k}" for k in range(args.keys)}
+    with tempfile.TemporaryDirectory(prefix="botctl-bench-") as tmp:
+        work = Path(tmp)
+        write_config(work / "bots", args.bots, args.attributes, args.keys)
+        config = SandboxConfig(
+            db=str(work / "sandbox.db"),
+            api_keys=keys,
+            latency_ms=args.latency_ms,
+            rate_limit=args.server_rate,
+        )
+        with run_in_thread(config) as server:
+            for i in range(args.bots):
+                httpx.post(
+                    f"{server.url}/_sandbox/chatbots",
+                    json={"id": f"bench-{i:04d}", "account": f"bench-key-{i % args.keys}"},
+                ).raise_for_status()
+            count_requests(server.url)
+            ws = Workspace(
+                paths=[work / "bots"],
+                environ=environ,
+                state_path=work / "state.json",
+                service=ServiceOptions(api_url=server.api_url, rate_limit=args.client_rate),
+                parallelism=args.parallelism,
+            )
+            phases = run_phases(ws, server.url, args)
+            per_request = naive_seconds(server.api_url, "bench-key-0", 50)
+    report(phases, args, per_request)
+    planning_cpu(ws_desired_size=(args.bots, args.attributes), work=None)
+
+
+def run_phases(ws: Workspace, admin_url: str, args: argparse.Namespace) -> list[Phase]:
+    reads_min = args.keys + args.bots
+    writes_first = args.bots * (1 + args.attributes)
+    phases = []
+    _, seconds = timed(lambda: asyncio.run(make_plan(ws)))
+    n = count_requests(admin_url)
+    phases.append(Phase("plan", seconds, n["read"], n["write"], reads_min, 0))
+
+    def apply_once() -> Any:
+        return asyncio.run(
+            run_apply(
+                ws,
+                saved=None,
+                show=lambda _: None,
+                confirm=lambda _: True,
+                on_result=lambda _: None,
+            )
+        )
+
+    outcome, seconds = timed(apply_once)
+    assert outcome is not None and outcome.report.ok, "first apply failed"
+    n = count_requests(admin_url)
+    # Reads: the plan's, plus reading back the chatbots written to (verification).
+    phases.append(Phase("first apply", seconds, n["read"], n["write"], 2 * reads_min, writes_first))
+    outcome, seconds = timed(apply_once)
+    assert outcome is None, "re-apply was not a no-op"
+    n = count_requests(admin_url)
+    phases.append(Phase("no-op re-apply", seconds, n["read"], n["write"], reads_min, 0))
+    return phases
+
+
+def report(phases: list[Phase], args: argparse.Namespace, per_request: float) -> None:
+    latency = args.latency_ms / 1000
+    print(
+        f"{args.bots} chatbots x {args.attributes} attributes, {args.keys} keys, latency "
+        f"{args.latency_ms} ms, sandbox limit {args.server_rate:g} req/s/key, botctl pace "
+        f"{args.client_rate:g} req/s/key, parallelism {args.parallelism}; cores {os.cpu_count()}"
+    )
+    print()
+    print(
+        "| phase | wall s | reads (min) | writes (min) | lower bound s | x bound | naive s | x naive |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for p in phases:
+        total = p.reads + p.writes
+        bound = lower_bound(
+            p.min_reads + p.min_writes,
+            (p.min_reads + p.min_writes) / args.keys,
+            args.parallelism,
+            latency,
+            args.client_rate,
+        )
+        naive = total * per_request
+        print(
+            f"| {p.name} | {p.seconds:.2f} | {p.reads} ({p.min_reads}) | {p.writes} "
+            f"({p.min_writes}) | {bound:.2f} | {p.seconds / bound:.2f} | {naive:.1f} | "
+            f"{p.seconds / naive:.3f} |"
+        )
+
+
+def planning_cpu(ws_desired_size: tuple[int, int], work: Path | None) -> None:
+    bots, attributes = ws_desired_size
+    with tempfile.TemporaryDirectory(prefix="botctl-bench-cpu-") as tmp:
+        write_config(Path(tmp), bots, attributes, 1)
+        ws = Workspace(paths=[Path(tmp)], environ={}, state_path=Path(tmp) / "s.json")
+        desired, load_s = timed(lambda: load(ws))
+        live = Live(
+            bots={
+                b.chatbot_id: LiveBot(
+                    chatbot_id=b.chatbot_id,
+                    settings_readable=True,
+                    settings={"name": "x"},
+                    attributes={a.name: a for a in b.attributes},
+                )
+                for b in desired.bots
+            }
+        )
+        plan, plan_s = timed(lambda: compute_plan(desired, live, State()))
+    print()
+    print(
+        f"Planning CPU: {bots * attributes} attributes, {len(plan.changes)} changes: "
+        f"compute_plan {plan_s:.3f} s (loading and validating the YAML: {load_s:.3f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

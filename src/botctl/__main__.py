@@ -1,0 +1,5 @@
+"""`python -m botctl` runs the CLI."""
+
+from botctl.cli import main
+
+main()
