@@ -1,0 +1,163 @@
+"""apply_plan against a scripted fake service: ordering, partial failure, and attribute
+creates whose outcome is unknown (never created twice)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from botctl.apply import ApplyReport, OpResult, apply_plan
+from botctl.errors import ApiError, TransportError
+from botctl.plan import Operation, OperationKind, Plan
+
+ATTR = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
+
+
+class FakeService:
+    """Attributes per chatbot; ``faults`` is a list of (method, exception, applied_anyway)."""
+
+    def __init__(self, *, reads: bool = True) -> None:
+        self.attributes: dict[str, dict[str, dict[str, Any]]] = {}
+        self.settings: dict[str, dict[str, Any]] = {}
+        self.faults: list[tuple[str, Exception, bool]] = []
+        self.calls: list[str] = []
+        self.reads = reads
+
+    def _fault(self, method: str) -> tuple[Exception, bool] | None:
+        for i, (m, exc, applied) in enumerate(self.faults):
+            if m == method:
+                del self.faults[i]
+                return exc, applied
+        return None
+
+    async def update_settings(self, chatbot_id: str, fields: dict[str, Any]) -> None:
+        self.calls.append("settings")
+        fault = self._fault("settings")
+        if fault and fault[1]:
+            self.settings.setdefault(chatbot_id, {}).update(fields)
+        if fault:
+            raise fault[0]
+        self.settings.setdefault(chatbot_id, {}).update(fields)
+
+    async def create_attribute(self, chatbot_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append("create")
+        attrs = self.attributes.setdefault(chatbot_id, {})
+        fault = self._fault("create")
+        if fault and not fault[1]:
+            raise fault[0]
+        if body["name"] in attrs:
+            raise ApiError("create attribute", 400, "Custom attribute already exists")
+        attrs[body["name"]] = dict(body)
+        if fault:
+            raise fault[0]
+        return dict(body)
+
+    async def update_attribute(
+        self, chatbot_id: str, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        self.calls.append("update")
+        attrs = self.attributes.setdefault(chatbot_id, {})
+        if name not in attrs:
+            raise ApiError("update attribute", 404, "Custom attribute not found")
+        attrs[name].update(body)
+        return attrs[name]
+
+    async def list_attributes(self, chatbot_id: str) -> list[dict[str, Any]]:
+        self.calls.append("list")
+        if not self.reads:
+            raise ApiError("read attributes", 404, "Resource not found")
+        return list(self.attributes.get(chatbot_id, {}).values())
+
+
+def op(kind: OperationKind, chatbot_id: str = "b1", key: str = "tier") -> Operation:
+    body: dict[str, Any] = {"name": "A"} if kind == "update_settings" else dict(ATTR)
+    return Operation(chatbot_id, chatbot_id, "KEY", kind, key, body, body)
+
+
+def run(plan: Plan, service: FakeService) -> tuple[ApplyReport, list[OpResult]]:
+    seen: list[OpResult] = []
+    report = asyncio.run(apply_plan(plan, {"KEY": service}, on_result=seen.append))
+    return report, seen
+
+
+def drop() -> TransportError:
+    return TransportError("create attribute tier", "connection dropped", outcome_unknown=True)
+
+
+@pytest.mark.parametrize("reads", [True, False])
+@pytest.mark.parametrize(
+    "fault",
+    [drop(), ApiError("create attribute tier", 500, "Internal server error")],
+    ids=["dropped", "500"],
+)
+def test_uncertain_create_that_succeeded_is_not_repeated(reads: bool, fault: Exception) -> None:
+    service = FakeService(reads=reads)
+    service.faults.append(("create", fault, True))  # the service made it, the client can't tell
+    report, _ = run(Plan(operations=(op("create_attribute"),)), service)
+    assert report.ok, report.results
+    assert service.calls.count("create") == 1
+    assert list(service.attributes["b1"]) == ["tier"]
+
+
+@pytest.mark.parametrize("reads", [True, False])
+def test_uncertain_create_that_failed_is_retried_once(reads: bool) -> None:
+    service = FakeService(reads=reads)
+    service.faults.append(("create", drop(), False))
+    report, _ = run(Plan(operations=(op("create_attribute"),)), service)
+    assert report.ok
+    assert service.calls.count("create") == 2
+    assert service.attributes["b1"]["tier"]["label"] == "Tier"
+
+
+def test_create_refused_for_certain_is_a_failure_not_a_retry() -> None:
+    service = FakeService()
+    service.attributes["b1"] = {"tier": dict(ATTR)}
+    report, _ = run(Plan(operations=(op("create_attribute"),)), service)
+    assert not report.ok
+    assert "already exists" in report.results[0].message
+    assert service.calls == ["create"]
+
+
+def test_ensure_updates_when_it_exists_and_creates_on_404() -> None:
+    service = FakeService(reads=False)
+    service.attributes["b1"] = {"tier": {**ATTR, "label": "Old"}}
+    other = Operation(
+        "b1",
+        "b1",
+        "KEY",
+        "ensure_attribute",
+        "other",
+        {**ATTR, "name": "other"},
+        {**ATTR, "name": "other"},
+    )
+    plan = Plan(operations=(op("ensure_attribute"), other))
+    report, _ = run(plan, service)
+    assert report.ok
+    assert service.attributes["b1"]["tier"]["label"] == "Tier"
+    assert "other" in service.attributes["b1"]
+    assert service.calls == ["update", "create", "update"]  # "other" (404 -> create), "tier"
+
+
+def test_one_bot_failing_does_not_stop_others_and_skips_its_rest() -> None:
+    service = FakeService()
+    service.faults.append(
+        ("settings", ApiError("update settings", 400, "Invalid request data"), False)
+    )
+    plan = Plan(
+        operations=(
+            op("update_settings", "b1", "settings"),
+            op("create_attribute", "b1"),
+            op("create_attribute", "b2"),
+        )
+    )
+    report, seen = run(plan, service)
+    statuses = {(r.operation.chatbot_id, r.operation.kind): r.status for r in report.results}
+    assert statuses == {
+        ("b1", "update_settings"): "failed",
+        ("b1", "create_attribute"): "not_attempted",
+        ("b2", "create_attribute"): "applied",
+    }
+    assert len(seen) == 3
+    assert [r.operation for r in report.results] == list(plan.operations)  # plan order
