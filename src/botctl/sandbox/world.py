@@ -1,0 +1,163 @@
+"""Changes made outside the v1 API - "in the dashboard": accounts, chatbots, seeds.
+
+Shared by the admin API and `--seed`, so a seed file and an admin call mean the same thing.
+Settings and attributes are validated exactly like the v1 writes; errors carry a readable
+field path because their audience is a person writing a test or a seed file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from botctl import contract
+from botctl.sandbox import validation as v
+from botctl.sandbox.config import SandboxConfig, SandboxConfigError
+from botctl.sandbox.runtime import key_id
+from botctl.sandbox.store import Store
+
+JSON = dict[str, Any]
+
+
+class Conflict(ValueError):
+    """The chatbot id already exists."""
+
+
+def _chatbot_id(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise v.Invalid(f"{where}: must be a non-empty string without '/'")
+    return value
+
+
+def _attribute_list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise v.Invalid(f"{where}: must be an array")
+    return value
+
+
+_SPEC: dict[str, v.Check] = {
+    "id": _chatbot_id,
+    "account": v.string,
+    "settings": v.settings,
+    "attributes": _attribute_list,
+    "icon": v.boolean,
+}
+
+
+def resolve_account(store: Store, ref: str | None) -> str:
+    """A key (or its redacted id from /_sandbox/state); default the first registered key."""
+    keys = [k for k, _ in store.accounts()]
+    if ref is None:
+        if not keys:
+            raise v.Invalid("account: no account is registered yet (POST /_sandbox/accounts)")
+        return keys[0]
+    for key in keys:
+        if ref in (key, key_id(key)):
+            return key
+    raise v.Invalid("account: no such account")
+
+
+def create_chatbot(store: Store, spec: Any) -> str:
+    fields = v.obj(spec, "", _SPEC)
+    if "id" not in fields:
+        raise v.Invalid("id: required")
+    records: list[JSON] = []
+    for i, item in enumerate(fields.get("attributes", [])):
+        record = v.attribute_create(item, f"attributes[{i}]")
+        if v.name_taken(record["name"], records):
+            raise v.Invalid(f"attributes[{i}].name: duplicate {record['name']!r}")
+        records.append(record)
+    with store.atomic():
+        owner = resolve_account(store, fields.get("account"))
+        if store.chatbot(fields["id"]) is not None:
+            raise Conflict(f"chatbot {fields['id']!r} already exists")
+        store.create_chatbot(
+            fields["id"], owner, fields.get("settings", {}), fields.get("icon", False)
+        )
+        for record in records:
+            store.put_attribute(fields["id"], record)
+    return str(fields["id"])
+
+
+_PATCH: dict[str, v.Check] = {
+    "settings": v.settings,
+    "attributes": _attribute_list,
+    "icon": v.boolean,
+}
+
+
+def patch_chatbot(store: Store, chatbot_id: str, spec: Any) -> None:
+    """Partial settings (nested objects replace whole); attributes upserted by exact name.
+
+    Unlike the v1 PUT, an omitted `archived` leaves the flag alone: a dashboard edit changes
+    only what it shows. The type of an existing attribute cannot change.
+    """
+    fields = v.obj(spec, "", _PATCH)
+    with store.atomic():
+        if store.chatbot(chatbot_id) is None:
+            raise KeyError(chatbot_id)
+        if "settings" in fields or "icon" in fields:
+            store.update_chatbot(chatbot_id, fields.get("settings"), fields.get("icon"))
+        existing = store.attributes(chatbot_id)
+        for i, item in enumerate(fields.get("attributes", [])):
+            where = f"attributes[{i}]"
+            name = item.get("name") if isinstance(item, dict) else None
+            current = store.attribute(chatbot_id, name) if isinstance(name, str) else None
+            if current is None:
+                record = v.attribute_create(item, where)
+                if v.name_taken(record["name"], existing):
+                    raise v.Invalid(f"{where}.name: {record['name']!r} clashes in letter case")
+                existing.append(record)
+            else:
+                rest = {k: val for k, val in item.items() if k not in ("name", "type")}
+                if item.get("type", current["type"]) != current["type"]:
+                    raise v.Invalid(f"{where}.type: an attribute's type cannot change")
+                record = {**current, **v.attribute_update(rest, where)}
+            store.put_attribute(chatbot_id, record)
+
+
+def _load_seed(path: Path) -> JSON:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SandboxConfigError(f"cannot read seed file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SandboxConfigError(f"seed file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or set(data) - {"accounts", "chatbots"}:
+        raise SandboxConfigError(f"seed file {path}: expected a mapping of accounts and chatbots")
+    return data
+
+
+def apply_seed(store: Store, path: Path) -> None:
+    """Idempotent: missing accounts are added, chatbots whose id exists are left alone."""
+    data = _load_seed(path)
+    try:
+        for i, acc in enumerate(data.get("accounts") or []):
+            fields = v.obj(
+                acc, f"accounts[{i}]", {"key": v.string, "plan": v.one_of(*contract.PLANS)}
+            )
+            if "key" not in fields:
+                raise v.Invalid(f"accounts[{i}].key: required")
+            if store.plan_of(fields["key"]) is None:
+                store.upsert_account(fields["key"], fields.get("plan", "standard"))
+        for i, spec in enumerate(data.get("chatbots") or []):
+            if isinstance(spec, dict) and store.chatbot(str(spec.get("id"))) is not None:
+                continue
+            try:
+                create_chatbot(store, spec)
+            except v.Invalid as exc:
+                raise v.Invalid(f"chatbots[{i}]: {exc.detail}") from None
+    except v.Invalid as exc:
+        raise SandboxConfigError(f"seed file {path}: {exc.detail}") from None
+
+
+def bootstrap(store: Store, config: SandboxConfig) -> None:
+    """Register the configured keys (their plan as given) and apply the seed."""
+    for key, plan in config.api_keys.items():
+        store.upsert_account(key, plan)
+    if config.seed is not None:
+        apply_seed(store, config.seed)
