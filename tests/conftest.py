@@ -1,0 +1,41 @@
+"""Shared fixtures: a real sandbox server on an ephemeral loopback port."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from botctl.sandbox.config import SandboxConfig
+from botctl.sandbox.server import RunningSandbox, run_in_thread
+
+SandboxFactory = Callable[..., RunningSandbox]
+DEFAULT_KEYS = {"test-key": "standard"}
+
+
+@pytest.fixture
+def sandbox_factory(tmp_path: Path) -> Iterator[SandboxFactory]:
+    """`start(**SandboxConfig fields) -> RunningSandbox` (`.url`, `.api_url`).
+
+    Each call gets its own database under tmp_path unless `db` is given, and the key
+    "test-key" (standard plan) unless `api_keys` is given. All are stopped at teardown.
+    """
+    numbers = itertools.count(1)
+    with ExitStack() as stack:
+
+        def start(**fields: Any) -> RunningSandbox:
+            fields.setdefault("db", str(tmp_path / f"sandbox-{next(numbers)}.db"))
+            fields.setdefault("api_keys", dict(DEFAULT_KEYS))
+            return stack.enter_context(run_in_thread(SandboxConfig(**fields)))
+
+        yield start
+
+
+@pytest.fixture
+def sandbox(sandbox_factory: SandboxFactory) -> RunningSandbox:
+    """A default sandbox: key "test-key" on the standard plan, documented reads."""
+    return sandbox_factory()
