@@ -51,7 +51,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     Raises OSError (e.g. address in use) for the caller to report.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP,
+    # and without it every response (head and body written apart) waits ~40 ms for an ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((host, port))
     except OSError:
