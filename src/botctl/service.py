@@ -33,6 +33,8 @@ class ServiceOptions:
     rate_limit: float = 0.0
     timeout: float = 30.0
     max_attempts: int = 5
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 30.0
     trace: Callable[[str], None] | None = None
 
 
@@ -88,7 +90,11 @@ async def connect(
             key,
             transport=transport,
             timeout=options.timeout,
-            retry=RetryPolicy(max_attempts=options.max_attempts),
+            retry=RetryPolicy(
+                max_attempts=options.max_attempts,
+                base_delay=options.retry_base_delay,
+                max_delay=options.retry_max_delay,
+            ),
             rate_limit=options.rate_limit,
             trace=options.trace,
             key_name=env_name,

@@ -1,0 +1,59 @@
+"""An apply killed at any instant (SIGKILL) leaves a valid state file, and a re-run converges
+without creating any attribute twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from botctl.state import load_state
+from tests.e2e_support import KEY, Bench, bot_yaml
+
+ATTRS = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(6))
+
+
+@pytest.mark.parametrize("kill_after", [0.25, 0.6, 1.0])
+def test_sigkill_mid_apply_then_rerun_converges(
+    sandbox_factory: Any, tmp_path: Path, kill_after: float
+) -> None:
+    server = sandbox_factory(latency_ms=25)
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+    for i in range(4):
+        bench.create_bot(f"bot-{i}")
+        bench.write(f"b{i}.yaml", bot_yaml(f"b{i}", f"bot-{i}", attributes=ATTRS))
+    env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url, "NO_COLOR": "1"}
+    argv = [
+        sys.executable,
+        "-m",
+        "botctl",
+        "apply",
+        "--auto-approve",
+        "--parallelism",
+        "2",
+        "--state",
+        str(bench.state_path),
+        str(bench.config_dir),
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+
+    load_state(bench.state_path)  # valid (or absent): never half-written
+    # The dead run's lock is broken explicitly, as a user would.
+    assert bench.run("unlock", "--state", str(bench.state_path)).exit_code == 0
+    rerun = bench.run("apply", "--auto-approve", str(bench.config_dir))
+    assert rerun.exit_code == 0, rerun.output
+    log = bench.requests()
+    creates = [r for r in log if r["method"] == "POST" and r["path"].endswith("custom-attributes")]
+    assert all(r["status"] == 200 for r in creates), "an attribute create was repeated"
+    assert bench.plan_json(str(bench.config_dir))["changes"] == []
+    for i in range(4):
+        assert len(bench.bot_state(f"bot-{i}")["attributes"]) == 6
