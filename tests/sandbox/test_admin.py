@@ -24,14 +24,15 @@ def test_accounts_are_idempotent(admin: httpx.Client, api: httpx.Client) -> None
 
 def test_chatbot_create_conflicts_and_validation(admin: httpx.Client, bot: str) -> None:
     assert admin.post("/_sandbox/chatbots", json={"id": bot}).status_code == 409
-    for spec in (
+    specs: list[dict[str, Any]] = [
         {"id": "x", "settings": {"temp": 2}},
         {"id": "x", "settings": {"chatbotId": "x"}},
         {"id": "x", "account": "nobody"},
         {"id": "x", "attributes": [{"name": "a", "type": "text"}, {"name": "A", "type": "text"}]},
         {"settings": {}},
         {"id": "x", "color": "red"},
-    ):
+    ]
+    for spec in specs:
         response = admin.post("/_sandbox/chatbots", json=spec)
         assert response.status_code == 400, spec
         assert response.json()["message"]
@@ -51,7 +52,11 @@ def test_dashboard_edit(admin: httpx.Client, api: httpx.Client, bot: str) -> Non
     assert response.status_code == 200
     attrs = {a["name"]: a for a in api.get(f"/chatbots/{bot}/custom-attributes").json()["data"]}
     assert attrs["plan"] == {
-        "name": "plan", "label": "Plan tier", "type": "text", "description": None, "archived": True
+        "name": "plan",
+        "label": "Plan tier",
+        "type": "text",
+        "description": None,
+        "archived": True,
     }
     assert attrs["legacy"]["archived"] is True  # untouched
     assert attrs["fresh"]["type"] == "boolean"

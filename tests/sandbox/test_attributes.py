@@ -68,7 +68,11 @@ def test_archive_then_unarchive(api: httpx.Client, bot: str) -> None:
     response = api.put(url, json={"archived": True})
     assert response.status_code == 200
     assert response.json()["data"] == {
-        "name": "plan", "label": "Plan", "type": "text", "description": None, "archived": True
+        "name": "plan",
+        "label": "Plan",
+        "type": "text",
+        "description": None,
+        "archived": True,
     }
     assert attrs(api, bot)["plan"]["archived"] is True
     assert api.put(url, json={"archived": False}).json()["data"]["archived"] is False
@@ -78,7 +82,10 @@ def test_put_without_archived_unarchives_and_keeps_label(api: httpx.Client, bot:
     url = f"/chatbots/{bot}/custom-attributes/legacy"
     response = api.put(url, json={"description": "Old score"})
     assert response.json()["data"] == {
-        "name": "legacy", "label": None, "type": "number", "description": "Old score",
+        "name": "legacy",
+        "label": None,
+        "type": "number",
+        "description": "Old score",
         "archived": False,
     }
 
@@ -108,7 +115,10 @@ def test_put_unknown_attribute_or_chatbot(api: httpx.Client, bot: str) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("POST", "/chatbots/bot-1/custom-attributes"), ("PUT", "/chatbots/bot-1/custom-attributes/plan")],
+    [
+        ("POST", "/chatbots/bot-1/custom-attributes"),
+        ("PUT", "/chatbots/bot-1/custom-attributes/plan"),
+    ],
 )
 def test_attribute_writes_401_and_429(
     api: httpx.Client, admin: httpx.Client, bot: str, method: str, path: str

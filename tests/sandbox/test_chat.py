@@ -49,7 +49,10 @@ def test_conversation_saved_and_overridden(api: httpx.Client, bot: str) -> None:
     assert conv["id"] == "c1"
     assert conv["source"] == "API"
     assert [m["content"] for m in conv["messages"]] == [
-        "Hello there", answer, "More", "Sandbox answer (gpt-4o-mini): you said More"
+        "Hello there",
+        answer,
+        "More",
+        "Sandbox answer (gpt-4o-mini): you said More",
     ]
     assert {m["role"] for m in conv["messages"]} == {"user", "assistant"}
     # the latest call's messages override what was saved
@@ -63,11 +66,16 @@ def test_conversation_filters_and_paging(api: httpx.Client, bot: str) -> None:
         chat(api, conversationId=f"c{i}")
     q = {"chatbotId": bot}
     assert [c["id"] for c in api.get("/get-conversations", params=q).json()["data"]] == [
-        "c2", "c1", "c0"
+        "c2",
+        "c1",
+        "c0",
     ]
     page2 = api.get("/get-conversations", params={**q, "size": 2, "page": 2}).json()["data"]
     assert [c["id"] for c in page2] == ["c0"]
-    assert len(api.get("/get-conversations", params={**q, "filteredSources": "API"}).json()["data"]) == 3
+    assert (
+        len(api.get("/get-conversations", params={**q, "filteredSources": "API"}).json()["data"])
+        == 3
+    )
     playground = {**q, "filteredSources": "Playground,Widget or Iframe"}
     assert api.get("/get-conversations", params=playground).json()["data"] == []
     past = {**q, "startDate": "2000-01-01", "endDate": "2000-12-31"}

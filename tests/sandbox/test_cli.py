@@ -15,8 +15,18 @@ from botctl.sandbox.cli import sandbox
 
 
 def test_serve_port_zero_prints_the_url(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "botctl.sandbox.cli", "serve", "--port", "0",
-               "--db", str(tmp_path / "s.db"), "--api-key", "dev"]
+    command = [
+        sys.executable,
+        "-m",
+        "botctl.sandbox.cli",
+        "serve",
+        "--port",
+        "0",
+        "--db",
+        str(tmp_path / "s.db"),
+        "--api-key",
+        "dev",
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -66,8 +66,13 @@ def test_archived_attribute_keeps_values(api: httpx.Client, ada: dict[str, Any])
 
 def test_update(api: httpx.Client, ada: dict[str, Any]) -> None:
     payments = [{"label": "main", "payments_id": "cus_1", "payments_email": "a@example.com"}]
-    body = {"data": {"name": "Ada L.", "payments_accounts": payments,
-                     "custom_attributes": {"plan": None}}}
+    body = {
+        "data": {
+            "name": "Ada L.",
+            "payments_accounts": payments,
+            "custom_attributes": {"plan": None},
+        }
+    }
     response = api.patch(f"{BASE}/u1", json=body)
     assert response.status_code == 200
     data = response.json()["data"]
@@ -142,8 +147,14 @@ def test_list_pagination(api: httpx.Client, bot: str) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"per_page": 9}, {"per_page": 1001}, {"page": 0}, {"page": "x"}, {"per_page": "1e2"},
-     {"limit": 10}],
+    [
+        {"per_page": 9},
+        {"per_page": 1001},
+        {"page": 0},
+        {"page": "x"},
+        {"per_page": "1e2"},
+        {"limit": 10},
+    ],
 )
 def test_list_bad_query_is_400(api: httpx.Client, bot: str, params: dict[str, Any]) -> None:
     response = api.get(BASE, params=params)
@@ -159,16 +170,22 @@ def test_delete_returns_the_contact(api: httpx.Client, ada: dict[str, Any]) -> N
 
 
 def test_unknown_chatbot_and_contact(api: httpx.Client, bot: str) -> None:
-    for method, path in [("GET", "/chatbots/nope/contacts"), ("GET", f"{BASE}/zz"),
-                         ("PATCH", f"{BASE}/zz"), ("DELETE", f"{BASE}/zz")]:
-        body = {"data": {}} if method == "PATCH" else None
+    for method, path in [
+        ("GET", "/chatbots/nope/contacts"),
+        ("GET", f"{BASE}/zz"),
+        ("PATCH", f"{BASE}/zz"),
+        ("DELETE", f"{BASE}/zz"),
+    ]:
+        body: dict[str, Any] | None = {"data": {}} if method == "PATCH" else None
         assert api.request(method, path, json=body).status_code == 404, path
 
 
 def test_list_401_429_500(api: httpx.Client, admin: httpx.Client, bot: str) -> None:
     assert api.get(BASE, headers={"Authorization": "Bearer no"}).status_code == 401
     for status in (429, 500):
-        admin.post("/_sandbox/faults", json={"method": "GET", "path": "/api/v1/*/contacts",
-                                             "status": status})
+        admin.post(
+            "/_sandbox/faults",
+            json={"method": "GET", "path": "/api/v1/*/contacts", "status": status},
+        )
         # the glob's * crosses '/' (fnmatch), so this matches /api/v1/chatbots/bot-1/contacts
         assert api.get(BASE).status_code == status

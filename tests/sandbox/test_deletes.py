@@ -24,11 +24,17 @@ def test_delete_chatbot_removes_everything(
 
 def test_delete_chatbot_failures(api: httpx.Client, admin: httpx.Client, bot: str) -> None:
     assert api.delete("/delete-chatbot").status_code == 404  # no 400 listed for this operation
-    assert api.delete("/delete-chatbot", params={"chatbotId": bot},
-                      headers={"Authorization": "Bearer x"}).status_code == 401
+    assert (
+        api.delete(
+            "/delete-chatbot", params={"chatbotId": bot}, headers={"Authorization": "Bearer x"}
+        ).status_code
+        == 401
+    )
     admin.post("/_sandbox/accounts", json={"key": "other"})
     other = {"Authorization": "Bearer other"}
-    assert api.delete("/delete-chatbot", params={"chatbotId": bot}, headers=other).status_code == 404
+    assert (
+        api.delete("/delete-chatbot", params={"chatbotId": bot}, headers=other).status_code == 404
+    )
     admin.post("/_sandbox/faults", json={"path": "/api/v1/delete-chatbot", "status": 500})
     assert api.delete("/delete-chatbot", params={"chatbotId": bot}).status_code == 500
     assert len(admin.get("/_sandbox/state").json()["chatbots"]) == 1
@@ -49,7 +55,11 @@ def test_delete_icon_failures(api: httpx.Client, admin: httpx.Client, bot: str) 
     assert missing.status_code == 400
     assert missing.json() == {"message": contract.MSG_INVALID_DATA}
     assert api.delete("/delete-chatbot-icon", params={"chatbotId": "x"}).status_code == 404
-    assert api.delete("/delete-chatbot-icon", params={"chatbotId": bot},
-                      headers={"Authorization": "Bearer x"}).status_code == 401
+    assert (
+        api.delete(
+            "/delete-chatbot-icon", params={"chatbotId": bot}, headers={"Authorization": "Bearer x"}
+        ).status_code
+        == 401
+    )
     admin.post("/_sandbox/faults", json={"path": "/api/v1/delete-chatbot-icon", "status": 500})
     assert api.delete("/delete-chatbot-icon", params={"chatbotId": bot}).status_code == 500

@@ -76,8 +76,9 @@ def test_fault_matching(api: httpx.Client, admin: httpx.Client, bot: str) -> Non
     fault(admin, method="GET", status=500)  # method does not match a POST
     assert rename(api, bot, "A").status_code == 202
     admin.delete("/_sandbox/faults")
-    admin.post("/_sandbox/faults", json={"path": "/api/v1/chatbots/*/custom-attributes",
-                                         "status": 500})
+    admin.post(
+        "/_sandbox/faults", json={"path": "/api/v1/chatbots/*/custom-attributes", "status": 500}
+    )
     assert api.get(f"/chatbots/{bot}/custom-attributes/plan").status_code == 405  # no match
     assert api.get(f"/chatbots/{bot}/custom-attributes").status_code == 500
     assert admin.get("/_sandbox/faults").json()["faults"] == []

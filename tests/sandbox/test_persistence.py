@@ -43,8 +43,11 @@ def test_seed_applies_once(tmp_path: Path) -> None:
     config = SandboxConfig(db=str(tmp_path / "s.db"), seed=seed)
     headers = {"Authorization": "Bearer seeded"}
     with run_in_thread(config) as running, httpx.Client(base_url=running.url) as c:
-        c.post("/api/v1/update-chatbot-settings", json={"chatbotId": "s1", "name": "Changed"},
-               headers=headers)
+        c.post(
+            "/api/v1/update-chatbot-settings",
+            json={"chatbotId": "s1", "name": "Changed"},
+            headers=headers,
+        )
     with run_in_thread(config) as running, httpx.Client(base_url=running.url) as c:
         (bot,) = c.get("/api/v1/get-chatbots", headers=headers).json()["chatbots"]
         assert bot["name"] == "Changed"  # the seed did not overwrite the existing chatbot
@@ -81,8 +84,11 @@ def test_in_process_asgi_transport() -> None:
             created = await c.post("/_sandbox/chatbots", json={"id": "b"})
             chat = await c.post(
                 "/api/v1/chat",
-                json={"chatbotId": "b", "messages": [{"role": "user", "content": "hi"}],
-                      "stream": True},
+                json={
+                    "chatbotId": "b",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "stream": True,
+                },
                 headers=AUTH,
             )
             await c.post("/_sandbox/faults", json={"path": "/api/v1/get-chatbots", "drop": True})

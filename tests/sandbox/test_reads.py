@@ -37,7 +37,14 @@ def test_documented_shape(api: httpx.Client, bot: str) -> None:
     assert response.status_code == 200
     (record,) = response.json()["chatbots"]
     assert set(record) == {
-        "id", "name", "status", "model", "instructions", "visibility", "created_at", "updated_at"
+        "id",
+        "name",
+        "status",
+        "model",
+        "instructions",
+        "visibility",
+        "created_at",
+        "updated_at",
     }
     assert record["id"] == bot
     assert record["name"] == "Support"
@@ -91,9 +98,20 @@ def test_attribute_list_includes_archived(api: httpx.Client, bot: str) -> None:
     assert response.json() == {
         "message": "Success",
         "data": [
-            {"name": "plan", "label": "Plan", "type": "text", "description": None, "archived": False},
-            {"name": "legacy", "label": None, "type": "number", "description": None,
-             "archived": True},
+            {
+                "name": "plan",
+                "label": "Plan",
+                "type": "text",
+                "description": None,
+                "archived": False,
+            },
+            {
+                "name": "legacy",
+                "label": None,
+                "type": "number",
+                "description": None,
+                "archived": True,
+            },
         ],
     }
 

@@ -136,13 +136,20 @@ def test_chatbot_id_required_string(api: httpx.Client, bot: str, body: dict[str,
 
 @pytest.mark.parametrize(
     ("content", "ctype"),
-    [(b"{not json", "application/json"), (b"[1, 2]", "application/json"), (b"", "application/json"),
-     (b'"x"', "application/json"), (b"chatbotId=bot-1", "application/x-www-form-urlencoded")],
+    [
+        (b"{not json", "application/json"),
+        (b"[1, 2]", "application/json"),
+        (b"", "application/json"),
+        (b'"x"', "application/json"),
+        (b"chatbotId=bot-1", "application/x-www-form-urlencoded"),
+    ],
 )
 def test_malformed_body_is_invalid_request_body(
     api: httpx.Client, bot: str, content: bytes, ctype: str
 ) -> None:
-    response = api.post("/update-chatbot-settings", content=content, headers={"content-type": ctype})
+    response = api.post(
+        "/update-chatbot-settings", content=content, headers={"content-type": ctype}
+    )
     assert response.status_code == 400
     assert response.json() == {"message": contract.MSG_INVALID_BODY}
 
@@ -153,9 +160,7 @@ def test_unknown_chatbot_is_404(api: httpx.Client, bot: str) -> None:
     assert response.json() == {"message": contract.MSG_NOT_FOUND}
 
 
-def test_other_accounts_chatbot_is_404(
-    api: httpx.Client, admin: httpx.Client, bot: str
-) -> None:
+def test_other_accounts_chatbot_is_404(api: httpx.Client, admin: httpx.Client, bot: str) -> None:
     assert admin.post("/_sandbox/accounts", json={"key": "other"}).status_code == 201
     spec = {"id": "theirs", "account": "other", "settings": {"name": "Theirs"}}
     assert admin.post("/_sandbox/chatbots", json=spec).status_code == 201
