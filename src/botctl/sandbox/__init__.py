@@ -1,1 +1,1 @@
-"""botctl sandbox: a faithful, persistent local emulator of the Chatbot Management Service API v1."""
+"""botctl sandbox: a faithful, persistent local emulator of the Chatbot Management API v1."""

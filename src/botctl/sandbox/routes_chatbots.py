@@ -57,7 +57,12 @@ async def get_chatbots(request: Request) -> JSONResponse:
 def _target(request: Request, missing_status: int) -> str:
     """`chatbotId` from the query. Strict: the status for a missing id follows each
     operation's own list in section 7 - delete chatbot lists no 400, so it answers 404."""
-    params = strict_query(request, ("chatbotId",))
+    try:
+        params = strict_query(request, ("chatbotId",))
+    except ApiError as exc:
+        if missing_status == 404:
+            raise ApiError(404, contract.MSG_NOT_FOUND, exc.detail) from None
+        raise
     chatbot_id = params.get("chatbotId", "")
     if not chatbot_id:
         if missing_status == 404:
