@@ -163,7 +163,8 @@ def run_phases(ws: Workspace, admin_url: str, args: argparse.Namespace) -> list[
         )
 
     outcome, seconds = timed(apply_once)
-    assert outcome is not None and outcome.report.ok, "first apply failed"
+    if outcome is None or not outcome.report.ok:
+        raise SystemExit("first apply failed")
     n = count_requests(admin_url)
     # Reads: the plan's, plus reading back the chatbots written to (verification).
     phases.append(Phase("first apply", seconds, n["read"], n["write"], 2 * reads_min, writes_first))
@@ -183,7 +184,8 @@ def report(phases: list[Phase], args: argparse.Namespace, per_request: float) ->
     )
     print()
     print(
-        "| phase | wall s | reads (min) | writes (min) | lower bound s | x bound | naive s | x naive |"
+        "| phase | wall s | reads (min) | writes (min) | lower bound s | x bound "
+        "| naive s | x naive |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for p in phases:

@@ -56,6 +56,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((host, port))
+        # Listen at once: the URL is printed before uvicorn starts, and a client that connects
+        # in between must queue, not be refused.
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise
