@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "pacing": {"errors"},
     "live": {"client", "models", "errors", "contract"},
     "apply": {"plan", "errors", "client"},
-    "config": {"models", "errors", "contract", "config"},
+    "spec": {"models", "errors", "contract", "spec"},
     "service": {"client", "errors", "models", "plan", "sandbox"},
     "workflow": {
         "apply",
@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
         "service",
         "state",
     },
-    "export": {"client", "live", "models", "errors", "service", "config"},
+    "export": {"models"},
     "demo": {"apply", "models", "render", "service", "workflow"},
     "console": set(),
 }

@@ -35,7 +35,7 @@ class BotctlGroup(click.Group):
     """Turns expected failures into a message and exit code 1 (never a traceback), and keeps
     exit code 2 for "changes present" by mapping click's usage errors to 1."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)

@@ -21,7 +21,7 @@ def schema() -> int:
     Editors use it through a first line `# yaml-language-server: $schema=PATH`; the checked-in
     copy is schemas/botctl.schema.json.
     """
-    from botctl.config import json_schema
+    from botctl.spec import json_schema
 
     click.echo(json.dumps(json_schema(), indent=2, sort_keys=True))
     return EXIT_OK

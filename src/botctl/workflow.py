@@ -13,7 +13,7 @@ from pathlib import Path
 
 from botctl.apply import ApplyReport, OpResult, apply_plan
 from botctl.client import ReadsUnavailable, ServiceClient
-from botctl.config import load_desired
+from botctl.spec import load_desired
 from botctl.diff import compute_plan, same_value
 from botctl.drift import DriftReport, compute_drift
 from botctl.errors import BotctlError, SafetyCapError, StalePlanError

@@ -1,0 +1,69 @@
+"""``${VAR}`` interpolation in string values, from the environment.
+
+Forms: ``${VAR}``; ``${VAR:-default}`` (the default when VAR is unset or empty, as in a
+shell); ``${secret:VAR}`` / ``${secret:VAR:-default}`` (the same, and the value is masked
+wherever a plan is shown); ``$${`` is a literal ``${``. An unset variable without a default,
+or a malformed reference, is an error naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+_REFERENCE = re.compile(
+    r"^(?P<secret>secret:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?$", re.DOTALL
+)
+
+
+class InterpolationError(ValueError):
+    pass
+
+
+@dataclass
+class Interpolator:
+    environ: Mapping[str, str]
+    secrets: set[str] = field(default_factory=set)  # resolved values marked secret
+
+    def __call__(self, text: str) -> str:
+        if "$" not in text:
+            return text
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            if text.startswith("$${", i):
+                out.append("${")
+                i += 3
+            elif text.startswith("${", i):
+                end = text.find("}", i + 2)
+                if end < 0:
+                    raise InterpolationError(
+                        f"unclosed '${{' in {text!r} (write $${{ for a literal)"
+                    )
+                out.append(self._resolve(text[i + 2 : end]))
+                i = end + 1
+            else:
+                out.append(text[i])
+                i += 1
+        return "".join(out)
+
+    def _resolve(self, reference: str) -> str:
+        match = _REFERENCE.match(reference)
+        if match is None:
+            raise InterpolationError(
+                f"malformed reference '${{{reference}}}': expected ${{NAME}}, ${{NAME:-default}} "
+                "or ${secret:NAME}"
+            )
+        name, default = match["name"], match["default"]
+        value = self.environ.get(name)
+        if not value and default is not None:
+            value = default
+        if value is None:
+            raise InterpolationError(
+                f"environment variable {name} is not set (set it, or give a default: "
+                f"${{{name}:-...}})"
+            )
+        if match["secret"] and value:
+            self.secrets.add(value)
+        return value

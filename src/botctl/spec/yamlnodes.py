@@ -1,0 +1,119 @@
+"""YAML text -> plain Python values plus the line:column of every key and value.
+
+PyYAML's composer keeps each node's position; constructing values directly (``safe_load``)
+loses it. Walking the node tree ourselves keeps both, so every later problem can point at the
+exact key or value it is about. Duplicate keys, which PyYAML silently lets win, are errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from botctl.errors import Problem
+
+Path = tuple[str | int, ...]
+Mark = tuple[int, int]  # 1-based line, column
+
+
+@dataclass
+class LocatedDocument:
+    file: str
+    value: Any
+    start: Mark
+    values: dict[Path, Mark] = field(default_factory=dict)  # where each value starts
+    keys: dict[Path, Mark] = field(default_factory=dict)  # where each mapping key starts
+
+    def mark(self, path: Path, *, key: bool = False) -> Mark:
+        """The closest known position: the key or value itself, else its nearest parent."""
+        index = self.keys if key else self.values
+        while path:
+            if path in index:
+                return index[path]
+            if path in self.values:
+                return self.values[path]
+            path = path[:-1]
+        return self.values.get((), self.start)
+
+    def problem(
+        self, path: Path, message: str, *, key: bool = False, warning: bool = False
+    ) -> Problem:
+        line, col = self.mark(path, key=key)
+        return Problem(self.file, line, col, message, "warning" if warning else "error")
+
+
+def _mark(node: yaml.Node) -> Mark:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Walker:
+    def __init__(self, doc: LocatedDocument, problems: list[Problem]) -> None:
+        self.doc = doc
+        self.problems = problems
+        self.constructor = yaml.SafeLoader("")
+
+    def value(self, node: yaml.Node, path: Path) -> Any:
+        self.doc.values[path] = _mark(node)
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            line, col = _mark(node)
+            self.problems.append(Problem(self.doc.file, line, col, f"invalid value: {exc}"))
+            return None
+
+    def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        self.constructor.flatten_mapping(node)  # resolve "<<" merge keys
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.value(key_node, (*path, "<key>")) if key_node else None
+            if not isinstance(key, str):
+                line, col = _mark(key_node)
+                self.problems.append(
+                    Problem(self.doc.file, line, col, f"keys must be strings, got {key!r}")
+                )
+                continue
+            child = (*path, key)
+            if key in result:
+                line, col = _mark(key_node)
+                first = self.doc.keys[child]
+                self.problems.append(
+                    Problem(
+                        self.doc.file,
+                        line,
+                        col,
+                        f"duplicate key {key!r} (first at line {first[0]})",
+                    )
+                )
+                continue
+            self.doc.keys[child] = _mark(key_node)
+            result[key] = self.value(value_node, child)
+        self.doc.values.pop((*path, "<key>"), None)
+        return result
+
+
+def parse_documents(text: str, file: str) -> tuple[list[LocatedDocument], list[Problem]]:
+    """Every non-empty document of a YAML stream, located; YAML errors as located problems."""
+    problems: list[Problem] = []
+    documents: list[LocatedDocument] = []
+    try:
+        for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            if node is None:
+                continue
+            doc = LocatedDocument(file=file, value=None, start=_mark(node))
+            doc.value = _Walker(doc, problems).value(node, ())
+            if doc.value is not None:
+                documents.append(doc)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = " ".join(filter(None, [exc.context, exc.problem]))
+        problems.append(Problem(file, line, col, f"invalid YAML: {reason}"))
+    except yaml.YAMLError as exc:
+        problems.append(Problem(file, 1, 1, f"invalid YAML: {exc}"))
+    return documents, problems
