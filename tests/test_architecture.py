@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "workflow": {
         "apply",
         "client",
-        "config",
+        "spec",
         "diff",
         "drift",
         "errors",
@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"apply", "models", "render", "service", "workflow"},
     "console": set(),
 }
-ENTRY_POINTS = {"cli", "cli_more"}  # may import anything
+ENTRY_POINTS = {"cli", "cli_more", "__main__"}  # may import anything
 
 
 def botctl_imports(path: Path) -> set[str]:

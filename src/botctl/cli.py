@@ -19,6 +19,7 @@ from botctl import __version__
 from botctl.apply import OpResult
 from botctl.cli_more import demo, export, schema
 from botctl.console import colour_enabled, err, run_async
+from botctl.diff import mask_secrets
 from botctl.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BotctlError, PlanError
 from botctl.plan import Plan, SafetyPolicy, plan_from_file_dict, plan_to_file_dict
 from botctl.render import drift_summary, render_drift, render_plan
@@ -161,8 +162,14 @@ def workspace(params: dict[str, Any]) -> Workspace:
             "give the configuration: one or more YAML files or directories, e.g. "
             "`botctl plan bots/`"
         )
-    trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
+    secrets: set[str] = set()
+    trace = (
+        (lambda line: err(f"debug: {mask_secrets(line, frozenset(secrets))}"))
+        if params.get("debug")
+        else None
+    )
     return Workspace(
+        secrets=secrets,
         paths=params["paths"],
         environ=os.environ,
         state_path=params.get("state_path") or DEFAULT_STATE_PATH,

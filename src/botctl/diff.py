@@ -83,6 +83,7 @@ def compute_plan(
         warnings=desired.warnings,
         bots=tuple(BotRef(b.name, b.chatbot_id, b.api_key_env) for b in desired.bots),
         violations=violations,
+        secrets=frozenset(v for bot in desired.bots for v in bot.secret_values),
     )
 
 

@@ -121,6 +121,9 @@ class Plan:
     bots: tuple[BotRef, ...] = field(default=())  # every bot the plan covers, in order
     # Safety caps this plan exceeds; apply refuses it unless forced (see SafetyPolicy).
     violations: tuple[str, ...] = ()
+    # Values marked ${secret:...}: masked wherever the plan or its requests are shown. The plan
+    # file keeps them (its requests carry them anyway) so `apply --plan --debug` masks them too.
+    secrets: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -237,6 +240,7 @@ def plan_to_file_dict(plan: Plan) -> dict[str, Any]:
         "bots": [asdict(ref) for ref in plan.bots],
         "unverified": plan.unverified,
         "violations": list(plan.violations),
+        "secrets": sorted(plan.secrets),
     }
     body["checksum"] = _checksum(body)
     return body
@@ -283,6 +287,7 @@ def plan_from_file_dict(data: Any) -> Plan:
             warnings=tuple(data["plan"].get("warnings", ())),
             bots=tuple(BotRef(**ref) for ref in data["bots"]),
             violations=tuple(data["violations"]),
+            secrets=frozenset(data["secrets"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"plan file is malformed: {exc}") from None

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from botctl.apply import ApplyReport, OpResult, apply_plan
 from botctl.client import ReadsUnavailable, ServiceClient
-from botctl.spec import load_desired
 from botctl.diff import compute_plan, same_value
 from botctl.drift import DriftReport, compute_drift
 from botctl.errors import BotctlError, SafetyCapError, StalePlanError
@@ -21,6 +20,7 @@ from botctl.live import read_live
 from botctl.models import BotSpec, Desired, Live, LiveBot, flatten
 from botctl.plan import BotRef, Plan, SafetyPolicy
 from botctl.service import ServiceOptions, connect
+from botctl.spec import load_desired
 from botctl.state import StateLock, StateWriter, load_state
 
 
@@ -36,6 +36,8 @@ class Workspace:
     lock_timeout: float = 0.0
     policy: SafetyPolicy = field(default_factory=SafetyPolicy)
     force: bool = False  # accept a plan that exceeds the safety caps
+    # Values marked ${secret:...} once the configuration is loaded, for masking debug traces.
+    secrets: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ def load(ws: Workspace) -> Desired:
     desired = load_desired(
         list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
     )
+    ws.secrets.update(value for bot in desired.bots for value in bot.secret_values)
     if not ws.targets:
         return desired
     names = [bot.name for bot in desired.bots]
@@ -114,6 +117,8 @@ async def run_apply(
     """Plan (or take the saved plan), show it, check the safety caps, ask ``confirm``, apply,
     record state, verify. Returns None when the plan was empty or not confirmed."""
     desired = None if saved is not None else load(ws)
+    if saved is not None:
+        ws.secrets.update(saved.secrets)
     with StateLock(ws.state_path, timeout=ws.lock_timeout):
         state = load_state(ws.state_path)
         refs = list(saved.bots) if saved is not None else refs_of(desired.bots if desired else ())

@@ -68,12 +68,13 @@ def fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
 
 
 def _model_of(annotation: Any) -> Any:
-    for arg in (annotation, *getattr(annotation, "__args__", ())):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
-        inner = _model_of(arg) if getattr(arg, "__args__", None) else None
-        if inner is not None:
-            return inner
+    """The pydantic model inside an annotation such as ``Styles | None``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
     return None
 
 
