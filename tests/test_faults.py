@@ -70,7 +70,9 @@ def random_fault(rng: random.Random) -> dict[str, Any]:
     target = rng.choice(sorted(TARGETS))
     method, path = TARGETS[target]
     kind = rng.choice(["429", "429-retry-after", "500", "503", "drop", "latency"])
-    fault: dict[str, Any] = {"method": method, "path": path, "count": rng.randint(1, 3)}
+    # Mostly within the retry budget (4 attempts); sometimes beyond it, so failures show.
+    count = rng.choice([1, 1, 2, 3, 12])
+    fault: dict[str, Any] = {"method": method, "path": path, "count": count}
     fault["when"] = "before" if kind.startswith("429") else rng.choice(["before", "after"])
     if kind == "latency":
         fault["latency_ms"] = rng.randint(5, 40)
