@@ -1,0 +1,115 @@
+"""The command line itself: help, usage errors, exit codes, demo, schema, export, unlock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from botctl.cli import cli
+from botctl.spec import json_schema
+from tests.e2e_support import KEY, Bench, bot_yaml
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), env={"NO_COLOR": "1", **(env or {})})
+
+
+@pytest.mark.parametrize(
+    "command", ["validate", "plan", "apply", "drift", "export", "schema", "demo", "unlock"]
+)
+def test_every_command_has_help(command: str) -> None:
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+    assert len(result.output.splitlines()) > 4
+
+
+def test_sandbox_serve_is_registered() -> None:
+    result = invoke("sandbox", "serve", "--help")
+    assert result.exit_code == 0
+    assert "--api-key" in result.output
+
+
+def test_usage_errors_exit_1_not_2() -> None:
+    # 2 means "changes present": a typo on the command line must never look like that.
+    for args in (["plan", "--format", "yaml", "x"], ["nonsense"], ["plan"]):
+        result = invoke(*args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_no_api_url_is_explained(tmp_path: Path) -> None:
+    (tmp_path / "bot.yaml").write_text(bot_yaml())
+    result = invoke("plan", str(tmp_path), env={"BOTCTL_API_KEY": "k"})
+    assert result.exit_code == 1
+    assert "--api-url" in result.output
+
+
+def test_validate_reports_all_problems_located(tmp_path: Path) -> None:
+    (tmp_path / "bot.yaml").write_text(bot_yaml(settings="temp: 3\nvisibility: hidden\nmodle: x"))
+    result = invoke("validate", str(tmp_path))
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if "bot.yaml:" in line]
+    assert len(lines) == 3
+    assert "3 error(s)" in result.output
+
+
+def test_schema_command_prints_the_checked_in_schema() -> None:
+    result = invoke("schema")
+    assert result.exit_code == 0
+    assert json.loads(result.output) == json_schema()
+
+
+def test_demo_runs_offline_and_shows_drift() -> None:
+    result = invoke("demo")
+    assert result.exit_code == 0, result.output
+    assert "No changes. The service matches the configuration." in result.output
+    assert "Drift detected" in result.output
+    assert "changed outside botctl" in result.output
+
+
+def test_unlock_when_not_locked(tmp_path: Path) -> None:
+    result = invoke("unlock", "--state", str(tmp_path / "state.json"))
+    assert result.exit_code == 0
+    assert "not locked" in result.output
+
+
+def test_export_round_trips_through_plan(sandbox: Any, tmp_path: Path) -> None:
+    bench = Bench(url=sandbox.url, api_url=sandbox.api_url, workdir=tmp_path)
+    bench.create_bot(
+        "bot-x",
+        settings={"name": "Existing", "model": "gpt-4o-mini", "instructions": "Line 1\nLine 2\n"},
+        attributes=[
+            {"name": "tier", "type": "text", "label": "Tier"},
+            {"name": "old", "type": "number", "label": "Old", "archived": True},
+        ],
+    )
+    out = tmp_path / "exported"
+    result = bench.run("export", "--all", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("*.yaml")
+    text = path.read_text()
+    assert text.startswith("# yaml-language-server: $schema=")
+    assert "Not readable from the service" in text
+    doc = yaml.safe_load(text)
+    assert doc["spec"]["chatbotId"] == "bot-x"
+    assert doc["spec"]["settings"]["instructions"] == "Line 1\nLine 2\n"
+    # Adopting the export: the plan is empty, nothing would be written.
+    plan = bench.plan_json(str(out))
+    assert plan["changes"] == []
+    again = bench.run("export", "--all", "--out", str(out))
+    assert again.exit_code == 1
+    assert "not overwritten" in again.output
+
+
+def test_export_unknown_chatbot(sandbox: Any, tmp_path: Path) -> None:
+    bench = Bench(url=sandbox.url, api_url=sandbox.api_url, workdir=tmp_path)
+    result = bench.run("export", "nope")
+    assert result.exit_code == 1
+    assert "no such chatbot" in result.output
+    assert KEY not in result.output
