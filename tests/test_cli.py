@@ -113,3 +113,19 @@ def test_export_unknown_chatbot(sandbox: Any, tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "no such chatbot" in result.output
     assert KEY not in result.output
+
+
+def test_sandbox_flag_targets_the_embedded_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # --sandbox keeps its database in ./.botctl
+    Path("bots").mkdir()
+    Path("bots/bot.yaml").write_text(bot_yaml(attributes="- {name: tier, type: text}"))
+    env = {"BOTCTL_API_URL": ""}
+    first = invoke("apply", "--sandbox", "--auto-approve", "bots", env=env)
+    assert first.exit_code == 0, first.output
+    assert Path(".botctl/sandbox.db").exists()
+    assert Path(".botctl/state.json").exists()
+    again = invoke("plan", "--sandbox", "--detailed-exitcode", "bots", env=env)
+    assert again.exit_code == 0, again.output
+    assert "No changes" in again.output

@@ -1,0 +1,88 @@
+"""Pure parts of the wiring: stale-plan checks and post-apply verification."""
+
+from __future__ import annotations
+
+import pytest
+
+from botctl.apply import ApplyReport, OpResult
+from botctl.errors import StalePlanError
+from botctl.plan import Dependency, Operation, Plan
+from botctl.workflow import check_fresh, verify_applied
+from tests.factories import live, live_bot
+
+
+def plan_with(*deps: Dependency, serial: int | None = 3, lineage: str | None = "L") -> Plan:
+    return Plan(depends_on=deps, state_serial=serial, state_lineage=lineage)
+
+
+def test_fresh_plan_passes() -> None:
+    dep = Dependency("bot-1", "settings", "name", "A")
+    check_fresh(plan_with(dep), live(live_bot(settings={"name": "A"})), 3, "L")
+
+
+@pytest.mark.parametrize(
+    ("plan", "serial", "lineage", "message"),
+    [
+        (plan_with(), 4, "L", "serial 3 -> 4"),
+        (plan_with(), 3, "other", "another state lineage"),
+        (plan_with(serial=None, lineage=None), 1, "new", "serial None -> 1"),
+        (
+            plan_with(Dependency("bot-1", "settings", "styles.theme", "dark")),
+            3,
+            "L",
+            "bot-1 settings styles.theme: 'dark' -> 'light'",
+        ),
+        (
+            plan_with(Dependency("bot-1", "attribute", "tier", None)),
+            3,
+            "L",
+            "bot-1 attribute tier: None -> {",
+        ),
+    ],
+)
+def test_stale_plans_are_refused_saying_what_moved(
+    plan: Plan, serial: int | None, lineage: str | None, message: str
+) -> None:
+    now = live(
+        live_bot(
+            settings={"styles": {"theme": "light"}},
+            attributes=[{"name": "tier", "type": "text", "label": "T"}],
+        )
+    )
+    with pytest.raises(StalePlanError) as caught:
+        check_fresh(plan, now, serial, lineage)
+    assert message in str(caught.value)
+
+
+def test_verification_reports_values_not_taken_as_sent() -> None:
+    settings = Operation(
+        "bot-1",
+        "support",
+        "K",
+        "update_settings",
+        "settings",
+        {"styles": {"buttonColor": "#ABCDEF"}},
+        {"styles": {"buttonColor": "#ABCDEF"}},
+    )
+    attr = {"name": "tier", "type": "text", "label": "Tier  ", "archived": False}
+    create = Operation("bot-1", "support", "K", "create_attribute", "tier", attr, attr)
+    report = ApplyReport((OpResult(settings, "applied"), OpResult(create, "applied")))
+    now = live(
+        live_bot(
+            settings={"styles": {"buttonColor": "#abcdef"}},
+            attributes=[{"name": "tier", "type": "text", "label": "Tier"}],
+        )
+    )
+    notes = verify_applied(report, now)
+    assert notes == [
+        "support: settings styles.buttonColor was sent as '#ABCDEF' but reads back as '#abcdef'",
+        "support: attribute tier label was sent as 'Tier  ' but reads back as 'Tier'",
+    ]
+
+
+def test_verification_is_silent_when_values_cannot_be_read() -> None:
+    op = Operation(
+        "bot-1", "support", "K", "update_settings", "settings", {"temp": 0.2}, {"temp": 0.2}
+    )
+    report = ApplyReport((OpResult(op, "applied"),))
+    assert verify_applied(report, live(live_bot(settings={"name": "x"}))) == []
