@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +32,6 @@ import httpx
 
 from botctl.diff import compute_plan
 from botctl.models import Live, LiveBot
-from botctl.sandbox.config import SandboxConfig
-from botctl.sandbox.server import run_in_thread
 from botctl.service import ServiceOptions
 from botctl.state import State
 from botctl.workflow import Workspace, load, make_plan, run_apply
@@ -73,10 +74,47 @@ spec:
         )
 
 
-def count_requests(admin_url: str) -> Counter[str]:
-    log = httpx.get(f"{admin_url}/_sandbox/requests", timeout=60).json()["requests"]
-    httpx.request("DELETE", f"{admin_url}/_sandbox/requests", timeout=60)
-    return Counter("read" if r["method"] == "GET" else "write" for r in log)
+class RequestCounter:
+    """Counts the requests botctl sends (retries included) from its own --debug trace."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, line: str) -> None:
+        if line.startswith("-> "):
+            self.counts["read" if line.startswith("-> GET") else "write"] += 1
+
+    def take(self) -> Counter[str]:
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+
+@contextlib.contextmanager
+def sandbox_process(work: Path, args: argparse.Namespace, keys: list[str]) -> Iterator[str]:
+    """The sandbox in its own process, as users run it: it must not share botctl's GIL."""
+    command = [
+        sys.executable,
+        "-m",
+        "botctl.sandbox.cli",
+        "serve",
+        "--port",
+        "0",
+        "--db",
+        str(work / "sandbox.db"),
+        "--latency-ms",
+        str(args.latency_ms),
+        "--rate-limit",
+        str(args.server_rate),
+    ]
+    for key in keys:
+        command += ["--api-key", key]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().split()[2]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def lower_bound(
@@ -112,43 +150,39 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=8)
     args = parser.parse_args()
 
-    keys = {f"bench-key-{k}": "standard" for k in range(args.keys)}
-    environ = {f"BENCH_KEY_{k}": f"bench-key-{k}" for k in range(args.keys)}
+    keys = [f"bench-key-{k}" for k in range(args.keys)]
+    environ = {f"BENCH_KEY_{k}": key for k, key in enumerate(keys)}
     with tempfile.TemporaryDirectory(prefix="botctl-bench-") as tmp:
         work = Path(tmp)
         write_config(work / "bots", args.bots, args.attributes, args.keys)
-        config = SandboxConfig(
-            db=str(work / "sandbox.db"),
-            api_keys=keys,
-            latency_ms=args.latency_ms,
-            rate_limit=args.server_rate,
-        )
-        with run_in_thread(config) as server:
+        with sandbox_process(work, args, keys) as url:
             for i in range(args.bots):
                 httpx.post(
-                    f"{server.url}/_sandbox/chatbots",
-                    json={"id": f"bench-{i:04d}", "account": f"bench-key-{i % args.keys}"},
+                    f"{url}/_sandbox/chatbots",
+                    json={"id": f"bench-{i:04d}", "account": keys[i % args.keys]},
                 ).raise_for_status()
-            count_requests(server.url)
+            counter = RequestCounter()
             ws = Workspace(
                 paths=[work / "bots"],
                 environ=environ,
                 state_path=work / "state.json",
-                service=ServiceOptions(api_url=server.api_url, rate_limit=args.client_rate),
+                service=ServiceOptions(
+                    api_url=f"{url}/api/v1", rate_limit=args.client_rate, trace=counter
+                ),
                 parallelism=args.parallelism,
             )
-            phases = run_phases(ws, server.url, args)
-            per_request = naive_seconds(server.api_url, "bench-key-0", 50)
+            phases = run_phases(ws, counter, args)
+            per_request = naive_seconds(f"{url}/api/v1", keys[0], 50)
     report(phases, args, per_request)
     planning_cpu(ws_desired_size=(args.bots, args.attributes), work=None)
 
 
-def run_phases(ws: Workspace, admin_url: str, args: argparse.Namespace) -> list[Phase]:
+def run_phases(ws: Workspace, counter: RequestCounter, args: argparse.Namespace) -> list[Phase]:
     reads_min = args.keys + args.bots
     writes_first = args.bots * (1 + args.attributes)
     phases = []
     _, seconds = timed(lambda: asyncio.run(make_plan(ws)))
-    n = count_requests(admin_url)
+    n = counter.take()
     phases.append(Phase("plan", seconds, n["read"], n["write"], reads_min, 0))
 
     def apply_once() -> Any:
@@ -165,12 +199,12 @@ def run_phases(ws: Workspace, admin_url: str, args: argparse.Namespace) -> list[
     outcome, seconds = timed(apply_once)
     if outcome is None or not outcome.report.ok:
         raise SystemExit("first apply failed")
-    n = count_requests(admin_url)
+    n = counter.take()
     # Reads: the plan's, plus reading back the chatbots written to (verification).
     phases.append(Phase("first apply", seconds, n["read"], n["write"], 2 * reads_min, writes_first))
     outcome, seconds = timed(apply_once)
     assert outcome is None, "re-apply was not a no-op"
-    n = count_requests(admin_url)
+    n = counter.take()
     phases.append(Phase("no-op re-apply", seconds, n["read"], n["write"], reads_min, 0))
     return phases
 

@@ -39,9 +39,9 @@ ALLOWED: dict[str, set[str]] = {
     },
     "export": {"models"},
     "demo": {"apply", "models", "render", "service", "workflow"},
-    "console": set(),
+    "console": {"apply"},
 }
-ENTRY_POINTS = {"cli", "cli_more", "__main__"}  # may import anything
+ENTRY_POINTS = {"cli", "cli_more", "options", "__main__"}  # may import anything
 
 
 def botctl_imports(path: Path) -> set[str]:

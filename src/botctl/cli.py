@@ -7,29 +7,32 @@ drift present (``plan --detailed-exitcode``, ``drift``).
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 import click
 
 from botctl import __version__
-from botctl.apply import OpResult
 from botctl.cli_more import demo, export, schema
-from botctl.console import colour_enabled, err, run_async
-from botctl.diff import mask_secrets
+from botctl.console import Progress, colour_enabled, err, run_async
 from botctl.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BotctlError, PlanError
-from botctl.plan import Plan, SafetyPolicy, plan_from_file_dict, plan_to_file_dict
+from botctl.options import (
+    ALLOW_UNKNOWN_MODELS,
+    FORMAT,
+    PATHS,
+    STATE,
+    TARGETS,
+    config_options,
+    safety_options,
+    service_options,
+    workspace,
+)
+from botctl.plan import Plan, plan_from_file_dict, plan_to_file_dict
 from botctl.render import drift_summary, render_drift, render_plan
 from botctl.sandbox.cli import sandbox
-from botctl.service import ServiceOptions
-from botctl.state import DEFAULT_STATE_PATH, break_lock
-from botctl.workflow import Workspace, enforce_safety, load, make_drift, make_plan, run_apply
-
-F = TypeVar("F", bound=Callable[..., Any])
-FORMATS = click.Choice(["text", "json", "markdown"])
+from botctl.state import break_lock
+from botctl.workflow import enforce_safety, load, make_drift, make_plan, run_apply
 
 
 class BotctlGroup(click.Group):
@@ -66,128 +69,6 @@ def cli() -> None:
     """
 
 
-def config_options(func: F) -> F:
-    decorators = [
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
-        click.option(
-            "--allow-unknown-models",
-            is_flag=True,
-            envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
-            help="Accept a settings model missing from botctl's list (a warning, not an "
-            "error): for models the service released after this botctl.",
-        ),
-        click.option(
-            "--target",
-            "targets",
-            multiple=True,
-            metavar="NAME",
-            help="Only the chatbot with this metadata.name (repeatable).",
-        ),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
-
-
-def service_options(func: F) -> F:
-    decorators = [
-        click.option(
-            "--api-url",
-            envvar="BOTCTL_API_URL",
-            metavar="URL",
-            help="Service base URL ending in /api/v1 [env BOTCTL_API_URL]. Keys come from "
-            "BOTCTL_API_KEY or each document's apiKeyEnv, never from the command line.",
-        ),
-        click.option(
-            "--sandbox",
-            is_flag=True,
-            help="Target the embedded sandbox (.botctl/sandbox.db) instead of a real service; "
-            "chatbots of the configuration are created there on first use.",
-        ),
-        click.option(
-            "--state",
-            "state_path",
-            type=click.Path(path_type=Path, dir_okay=False),
-            envvar="BOTCTL_STATE",
-            default=DEFAULT_STATE_PATH,
-            show_default=True,
-            help="State file: what botctl last applied [env BOTCTL_STATE].",
-        ),
-        click.option(
-            "--parallelism",
-            type=click.IntRange(1, 64),
-            default=8,
-            show_default=True,
-            help="Chatbots processed at once.",
-        ),
-        click.option(
-            "--rate-limit",
-            type=click.FloatRange(0),
-            default=0.0,
-            metavar="N",
-            help="Client-side pace: at most N requests per second per API key (0 = off).",
-        ),
-        click.option("--debug", is_flag=True, help="Trace HTTP requests to stderr (key masked)."),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
-
-
-def safety_options(func: F) -> F:
-    decorators = [
-        click.option(
-            "--force",
-            is_flag=True,
-            help="Accept a plan that exceeds the safety caps (archiving more than 30% of a "
-            "chatbot's attributes, when it has at least 10, or more than --max-archives).",
-        ),
-        click.option(
-            "--max-archives",
-            type=click.IntRange(0),
-            default=50,
-            show_default=True,
-            envvar="BOTCTL_MAX_ARCHIVES",
-            help="Most attributes one run may archive across all chatbots.",
-        ),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
-
-
-def workspace(params: dict[str, Any]) -> Workspace:
-    if not params.get("paths"):
-        raise click.UsageError(
-            "give the configuration: one or more YAML files or directories, e.g. "
-            "`botctl plan bots/`"
-        )
-    secrets: set[str] = set()
-    trace = (
-        (lambda line: err(f"debug: {mask_secrets(line, frozenset(secrets))}"))
-        if params.get("debug")
-        else None
-    )
-    return Workspace(
-        secrets=secrets,
-        paths=params["paths"],
-        environ=os.environ,
-        state_path=params.get("state_path") or DEFAULT_STATE_PATH,
-        service=ServiceOptions(
-            api_url=params.get("api_url"),
-            sandbox=bool(params.get("sandbox")),
-            rate_limit=params.get("rate_limit") or 0.0,
-            trace=trace,
-        ),
-        targets=tuple(params.get("targets") or ()),
-        allow_unknown_models=bool(params.get("allow_unknown_models")),
-        parallelism=params.get("parallelism") or 8,
-        lock_timeout=params.get("lock_timeout") or 0.0,
-        policy=SafetyPolicy(max_archives=params.get("max_archives", 50)),
-        force=bool(params.get("force")),
-    )
-
-
 def print_warnings(warnings: tuple[str, ...]) -> None:
     for warning in warnings:
         err(
@@ -214,7 +95,7 @@ def validate(**params: Any) -> int:
 @config_options
 @service_options
 @safety_options
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@FORMAT
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -257,7 +138,7 @@ def read_plan_file(path: Path) -> Plan:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@PATHS
 @click.option(
     "--plan",
     "plan_file",
@@ -272,19 +153,8 @@ def read_plan_file(path: Path) -> Plan:
     metavar="SECONDS",
     help="Wait this long for another apply's state lock (default: fail at once).",
 )
-@click.option(
-    "--allow-unknown-models",
-    is_flag=True,
-    envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
-    help="Accept a settings model missing from botctl's list.",
-)
-@click.option(
-    "--target",
-    "targets",
-    multiple=True,
-    metavar="NAME",
-    help="Only the chatbot with this metadata.name (repeatable).",
-)
+@ALLOW_UNKNOWN_MODELS
+@TARGETS
 @service_options
 @safety_options
 def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
@@ -344,38 +214,10 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     return EXIT_OK
 
 
-class Progress:
-    """One line per completed operation (what CI logs keep); on a terminal, also a status line
-    at the bottom that counts down what is left."""
-
-    LABELS: ClassVar[dict[str, str]] = {
-        "applied": "applied",
-        "failed": "FAILED ",
-        "not_attempted": "skipped",
-    }
-
-    def __init__(self, *, live: bool) -> None:
-        self.live = live
-        self.total = 0
-        self.done = 0
-
-    def line(self, result: OpResult) -> None:
-        self.done += 1
-        note = f": {result.message}" if result.message else ""
-        prefix = "\r\x1b[K" if self.live else ""
-        click.echo(f"{prefix}{self.LABELS[result.status]}  {result.operation.label}{note}")
-        if self.live:
-            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
-
-    def finish(self) -> None:
-        if self.live:
-            click.echo("\r\x1b[K", nl=False)
-
-
 @cli.command()
 @config_options
 @service_options
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@FORMAT
 def drift(fmt: str, **params: Any) -> int:
     """Detect changes made outside botctl, pending changes and unmanaged attributes.
 
@@ -390,14 +232,7 @@ def drift(fmt: str, **params: Any) -> int:
 
 
 @cli.command()
-@click.option(
-    "--state",
-    "state_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="BOTCTL_STATE",
-    default=DEFAULT_STATE_PATH,
-    show_default=True,
-)
+@STATE
 def unlock(state_path: Path) -> int:
     """Remove a state lock left behind by an apply that died.
 

@@ -6,9 +6,11 @@ import asyncio
 import os
 import sys
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
+
+from botctl.apply import OpResult
 
 T = TypeVar("T")
 
@@ -25,3 +27,31 @@ def err(message: str) -> None:
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
+
+
+class Progress:
+    """One line per completed operation (what CI logs keep); on a terminal, also a status line
+    at the bottom that counts down what is left."""
+
+    LABELS: ClassVar[dict[str, str]] = {
+        "applied": "applied",
+        "failed": "FAILED ",
+        "not_attempted": "skipped",
+    }
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live
+        self.total = 0
+        self.done = 0
+
+    def line(self, result: OpResult) -> None:
+        self.done += 1
+        note = f": {result.message}" if result.message else ""
+        prefix = "\r\x1b[K" if self.live else ""
+        click.echo(f"{prefix}{self.LABELS[result.status]}  {result.operation.label}{note}")
+        if self.live:
+            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+
+    def finish(self) -> None:
+        if self.live:
+            click.echo("\r\x1b[K", nl=False)
