@@ -252,3 +252,9 @@ def test_per_document_override_and_run_cap() -> None:
         SafetyPolicy(max_archives=9),
     )
     assert capped.violations == ("the run archives 10 attributes (more than 9)",)
+
+
+def test_single_precision_read_back_is_not_a_change() -> None:
+    assert same_value({"temp": 0.2}, {"temp": 0.20000000298023224})
+    assert not same_value(0.2, 0.25)
+    assert not same_value(["a", "b"], ["b", "a"])  # order of messages matters

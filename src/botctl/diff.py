@@ -191,22 +191,12 @@ def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
 
 
 def same_value(a: JsonValue, b: JsonValue) -> bool:
-    """Equality as the service means it: 1 and 1.0 are the same temperature, lists compare in
-    order (the order of greeting messages matters)."""
+    """Equality as the service means it: 1 and 1.0 are the same temperature, and so are 0.2 and
+    a 0.2000000029 read back from single-precision storage, at any depth; lists compare in order
+    (the order of greeting messages matters)."""
     if a == b:
         return True
-    return not DeepDiff(a, b, ignore_numeric_type_changes=True)
-
-
-def describe_difference(before: JsonValue, after: JsonValue) -> list[str]:
-    """Human summary of how two values differ (for lists: items added and removed)."""
-    if isinstance(before, list) and isinstance(after, list):
-        added = [item for item in after if item not in before]
-        removed = [item for item in before if item not in after]
-        lines = [f"+ {item!r}" for item in added] + [f"- {item!r}" for item in removed]
-        return lines or ["order changed"]
-    diff = DeepDiff(before, after, ignore_numeric_type_changes=True, verbose_level=2)
-    return [f"{kind}: {detail}" for kind, detail in sorted(diff.to_dict().items())]
+    return not DeepDiff(a, b, ignore_numeric_type_changes=True, math_epsilon=1e-6)
 
 
 # --- attributes ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from botctl.diff import compute_plan, mask_secrets, same_value
 from botctl.models import BotSpec, Desired, JsonValue, Live, LiveBot, flatten
-from botctl.plan import BotRef, Change, Plan, Unmanaged, change_to_dict
+from botctl.plan import BotRef, Change, Unmanaged, change_to_dict
 from botctl.state import BotRecord, State
 
 
@@ -125,8 +125,3 @@ def _outside(
         last_applied=mask_secrets(last, bot.secret_values),
         live=mask_secrets(now, bot.secret_values),
     )
-
-
-def plan_of(report: DriftReport) -> Plan:
-    """The pending changes as a plan, for renderers that show changes."""
-    return Plan(changes=report.pending, bots=report.bots)

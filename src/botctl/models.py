@@ -27,10 +27,6 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 
 DEFAULT_API_KEY_ENV = "BOTCTL_API_KEY"
 
-# Nested settings objects are sent whole whenever any part of them changes (API-NOTES: whether
-# the service merges or replaces them is unknown).
-NESTED_SETTINGS = ("styles", "collectCustomerInformation")
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
