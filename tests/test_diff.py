@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from botctl.diff import compute_plan, mask_secrets, same_value
+from botctl.diff import compute_plan, same_value
 from botctl.errors import ImpossibleChangeError
+from botctl.masking import mask_secrets
 from botctl.models import Live
 from botctl.plan import FLAG_CUTS_OFF_USERS, SafetyPolicy
 from botctl.state import State

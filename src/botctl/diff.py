@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from deepdiff import DeepDiff
 
 from botctl.errors import ImpossibleChangeError
+from botctl.masking import mask_secrets
 from botctl.models import (
     BotSpec,
     CustomAttribute,
@@ -169,25 +170,6 @@ def _settings_flags(key: str, after: JsonValue, desired: dict[str, JsonValue]) -
     ):
         return (FLAG_CUTS_OFF_USERS,)
     return ()
-
-
-SECRET_MASK = "(secret)"
-
-
-def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
-    """Replace every occurrence of a secret in a value shown to people (changes only: the
-    operations keep the real values, which apply must send)."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            value = value.replace(secret, SECRET_MASK)
-        return value
-    if isinstance(value, list):
-        return [mask_secrets(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {key: mask_secrets(item, secrets) for key, item in value.items()}
-    return value
 
 
 def same_value(a: JsonValue, b: JsonValue) -> bool:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from botctl.diff import compute_plan, mask_secrets, same_value
+from botctl.diff import compute_plan, same_value
+from botctl.masking import mask_secrets
 from botctl.models import BotSpec, Desired, JsonValue, Live, LiveBot, flatten
 from botctl.plan import BotRef, Change, Unmanaged, change_to_dict
 from botctl.state import BotRecord, State

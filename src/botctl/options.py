@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from botctl.console import err
-from botctl.diff import mask_secrets
+from botctl.masking import mask_secrets
 from botctl.plan import SafetyPolicy
 from botctl.service import ServiceOptions
 from botctl.state import DEFAULT_STATE_PATH
