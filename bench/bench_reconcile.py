@@ -32,6 +32,7 @@ import httpx
 
 from botctl.diff import compute_plan
 from botctl.models import Live, LiveBot
+from botctl.pacing import RequestStats
 from botctl.service import ServiceOptions
 from botctl.state import State
 from botctl.workflow import Workspace, load, make_plan, run_apply
@@ -75,17 +76,16 @@ spec:
 
 
 class RequestCounter:
-    """Counts the requests botctl sends (retries included) from its own --debug trace."""
+    """Counts the requests botctl sends (retries included), from its clients' own statistics."""
 
     def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def __call__(self, line: str) -> None:
-        if line.startswith("-> "):
-            self.counts["read" if line.startswith("-> GET") else "write"] += 1
+        self.stats = RequestStats()
 
     def take(self) -> Counter[str]:
-        counts, self.counts = self.counts, Counter()
+        counts: Counter[str] = Counter()
+        for method, n in self.stats.requests.items():
+            counts["read" if method == "GET" else "write"] += n
+        self.stats.requests.clear()
         return counts
 
 
@@ -167,7 +167,7 @@ def main() -> None:
                 environ=environ,
                 state_path=work / "state.json",
                 service=ServiceOptions(
-                    api_url=f"{url}/api/v1", rate_limit=args.client_rate, trace=counter
+                    api_url=f"{url}/api/v1", rate_limit=args.client_rate, stats=counter.stats
                 ),
                 parallelism=args.parallelism,
             )

@@ -19,6 +19,7 @@ import httpx
 from botctl.client import RetryPolicy, ServiceClient
 from botctl.errors import BotctlError
 from botctl.models import BotSpec, JsonValue
+from botctl.pacing import RequestStats
 from botctl.plan import BotRef
 
 SANDBOX_DB = Path(".botctl/sandbox.db")
@@ -36,6 +37,8 @@ class ServiceOptions:
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
     trace: Callable[[str], None] | None = None
+    # When given, every client's request counts are added here as it closes (benchmarks).
+    stats: RequestStats | None = None
 
 
 def sandbox_key(env_name: str) -> str:
@@ -106,6 +109,9 @@ async def connect(
     finally:
         for client in clients.values():
             await client.aclose()
+            if options.stats is not None:
+                options.stats.requests.update(client.stats.requests)
+                options.stats.retries += client.stats.retries
 
 
 def _sandbox_app(db: str) -> Any:

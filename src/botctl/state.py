@@ -135,10 +135,11 @@ def save_state(state: State, path: Path) -> None:
 class StateWriter:
     """Records operations as they succeed and writes the state file at most every
     ``interval`` seconds (and on ``flush``): one write per operation would rewrite a large file
-    thousands of times in a big run. A kill between writes loses only the last records, which
-    is safe: a re-run reads the service, or probes before creating (see ``ensure_attribute``)."""
+    thousands of times in a big run. A kill between writes loses at most the last second of
+    records, which is safe: a re-run reads the service, or probes before creating (see
+    ``ensure_attribute``), so nothing is created twice and what was lost is sent again."""
 
-    def __init__(self, state: State, path: Path, interval: float = 0.2) -> None:
+    def __init__(self, state: State, path: Path, interval: float = 1.0) -> None:
         self.state = state
         self.path = path
         self.interval = interval
