@@ -40,6 +40,8 @@ def load_desired(
     if files and not bots and not problems:
         problems.append(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
     problems += _duplicates(bots)
+    # A value shared through an alias or "<<" is checked once per use but written once.
+    problems = list(dict.fromkeys(problems))
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems)
     warnings = tuple(str(p) for p in sorted(problems))
@@ -63,13 +65,21 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
 
 def _documents(file: Path, problems: list[Problem]) -> list[LocatedDocument]:
     try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        problems.append(Problem(str(file), 1, 1, f"not UTF-8 text (byte {exc.start})"))
-        return []
+        data = file.read_bytes()
     except OSError as exc:
         problems.append(Problem(str(file), 1, 1, f"cannot read: {exc.strerror}"))
         return []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Located at the first bad byte: the text before it decodes, so columns are characters.
+        before = data[: exc.start]
+        line_start = before.rfind(b"\n") + 1
+        line = before.count(b"\n") + 1
+        col = len(before[line_start:].decode("utf-8")) + 1
+        problems.append(Problem(str(file), line, col, f"not UTF-8 text (byte {exc.start})"))
+        return []
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text() does
     documents, yaml_problems = parse_documents(text, str(file))
     problems += yaml_problems
     return documents
@@ -114,11 +124,17 @@ def _bot(
     interpolate = Interpolator(environ)
     before = len(problems)
     data = _interpolate(doc.value, doc, (), interpolate, problems)
-    problems += _policy(data, doc, allow_unknown_models)
+    # A value whose ${VAR} failed keeps its raw text (one the YAML could not give is None):
+    # checks of it would only repeat, in other words, a problem already reported at its place.
+    failed = {(p.file, p.line, p.col) for p in problems}
+    found = _policy(data, doc, allow_unknown_models)
+    document = None
     try:
         document = Document.model_validate(data)
     except ValidationError as exc:
-        problems += located_errors(doc, (), Document, exc)
+        found += located_errors(doc, (), Document, exc)
+    problems += [p for p in found if (p.file, p.line, p.col) not in failed]
+    if document is None:
         return None
     if any(p.severity == "error" for p in problems[before:]):
         return None

@@ -110,7 +110,8 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
     if kind == "string_too_short":
         return f"{field}: must not be empty"
     if kind in _KINDS:
-        return f"{field}: must be {_KINDS[kind]}, got {yaml_type(value)} {show(value)}"
+        got = "null" if value is None else f"{yaml_type(value)} {show(value)}"
+        return f"{field}: must be {_KINDS[kind]}, got {got}"
     return f"{field}: {error['msg']}"
 
 

@@ -83,16 +83,10 @@ class _Walker:
             return None
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
-        # Resolve "<<" merge keys: PyYAML puts the merged pairs first, in an order where a later
-        # pair overrides an earlier one, then the mapping's own pairs, which override them all.
-        # Only a key written twice among the mapping's own pairs is a duplicate.
-        own_pairs = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
-        self.constructor.flatten_mapping(node)
-        merged_pairs = len(node.value) - own_pairs
         result: dict[str, Any] = {}
-        own: set[str] = set()
-        for index, (key_node, value_node) in enumerate(node.value):
-            key = self.value(key_node, (*path, "<key>")) if key_node else None
+        written: set[str] = set()  # keys this mapping writes itself (not merged with "<<")
+        for key_node, value_node, own in self._pairs(node):
+            key = self.value(key_node, (*path, "<key>"))
             if not isinstance(key, str):
                 line, col = _mark(key_node)
                 self.problems.append(
@@ -100,11 +94,9 @@ class _Walker:
                 )
                 continue
             child = (*path, key)
-            if key in result and key not in own:
-                self._forget(child)  # a merged value, overridden
+            if key in result and key not in written:
+                self._forget(child)  # a merged value, overridden: later pairs win
                 del result[key]
-            if index >= merged_pairs:
-                own.add(key)
             if key in result:
                 line, col = _mark(key_node)
                 first = self.doc.keys[child]
@@ -117,10 +109,42 @@ class _Walker:
                     )
                 )
                 continue
+            if own:
+                written.add(key)
             self.doc.keys[child] = _mark(key_node)
             result[key] = self.value(value_node, child)
         self.doc.values.pop((*path, "<key>"), None)
         return result
+
+    def _pairs(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node, bool]]:
+        """The pairs of a mapping with "<<" merge keys resolved (without changing the node, which
+        an alias may share), in the order where a later pair overrides an earlier one: merged
+        pairs first (of a list of mappings, the first one wins), then the mapping's own pairs,
+        each marked whether the mapping writes it itself."""
+        merged: list[tuple[yaml.Node, yaml.Node, bool]] = []
+        own: list[tuple[yaml.Node, yaml.Node, bool]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                own.append((key_node, value_node, True))
+                continue
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
+            for source in reversed(sources):
+                line, col = _mark(source)
+                if not isinstance(source, yaml.MappingNode):
+                    message = "invalid YAML: '<<' merges a mapping or a list of mappings"
+                    self.problems.append(Problem(self.doc.file, line, col, message))
+                elif id(source) in self.open:
+                    message = "invalid YAML: an alias refers to itself"
+                    self.problems.append(Problem(self.doc.file, line, col, message))
+                else:
+                    self.open.add(id(source))
+                    try:
+                        merged += [(k, v, False) for k, v, _ in self._pairs(source)]
+                    finally:
+                        self.open.discard(id(source))
+        return merged + own
 
     def _forget(self, path: Path) -> None:
         """Drop the positions recorded for ``path`` and everything below it."""

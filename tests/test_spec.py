@@ -1,0 +1,672 @@
+"""The configuration loader (botctl.spec): one fixture per error, located as file:line:col;
+all problems at once; files, directories and documents; ${VAR} interpolation; the produced
+BotSpec; the checked-in examples and JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from botctl import contract
+from botctl.errors import ConfigError, Problem
+from botctl.models import (
+    DEFAULT_API_KEY_ENV,
+    BotSpec,
+    ChatbotSettings,
+    CollectCustomerInformation,
+    CustomAttribute,
+    Desired,
+    LeadField,
+    Styles,
+)
+from botctl.spec import json_schema, load_desired
+from botctl.spec.interpolate import InterpolationError, Interpolator
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "config"
+EXAMPLES = ROOT / "examples"
+SCHEMA = ROOT / "schemas" / "botctl.schema.json"
+
+HEADER = """\
+apiVersion: botctl/v1
+kind: Chatbot
+metadata:
+  name: {name}
+spec:
+  chatbotId: {chatbot_id}
+"""
+
+
+def bot_yaml(name: str = "support", chatbot_id: str = "ckl123abc456", spec: str = "") -> str:
+    """A valid document; ``spec`` holds extra lines of spec (indented by two spaces)."""
+    return HEADER.format(name=name, chatbot_id=chatbot_id) + spec
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load(*paths: Path, environ: Mapping[str, str] | None = None, **options: Any) -> Desired:
+    return load_desired(list(paths), environ=environ or {}, **options)
+
+
+def problems(
+    *paths: Path, environ: Mapping[str, str] | None = None, **options: Any
+) -> list[Problem]:
+    with pytest.raises(ConfigError) as info:
+        load(*paths, environ=environ, **options)
+    return info.value.problems
+
+
+def one_bot(path: Path, environ: Mapping[str, str] | None = None, **options: Any) -> BotSpec:
+    desired = load(path, environ=environ, **options)
+    assert len(desired.bots) == 1
+    return desired.bots[0]
+
+
+def located(problem: Problem) -> str:
+    return f"{Path(problem.file).name}:{problem.line}:{problem.col}"
+
+
+# --- one fixture per error -----------------------------------------------------------------
+
+ERRORS = [
+    # fixture, line, col (of the offending key or value), message fragment
+    ("unknown_key", 7, 3, "unknown key 'setings' (did you mean 'settings'?)"),
+    ("unknown_key_nested", 10, 7, "unknown key 'buttonColour' (did you mean 'buttonColor'?)"),
+    ("wrong_api_version", 1, 13, "apiVersion: must be one of 'botctl/v1', got \"botctl/v2\""),
+    ("wrong_kind", 2, 7, "kind: must be one of 'Chatbot', got \"ChatBot\""),
+    ("missing_spec", 1, 1, "missing required key 'spec'"),
+    ("missing_chatbot_id", 6, 3, "missing required key 'chatbotId'"),
+    ("temp_too_high", 9, 11, "temp: must be at most 1"),
+    ("temp_string", 8, 11, 'temp: must be a number, got string "0.2"'),
+    ("int_is_bool", 8, 14, "ipLimit: must be an integer, got boolean true"),
+    (
+        "bad_hex_colour",
+        8,
+        40,
+        'buttonColor: must be a hex colour such as #0a84ff or #fff, got "#0a84fg"',
+    ),
+    ("bad_enum", 8, 17, "visibility: must be one of 'public' or 'private', got \"internal\""),
+    ("unknown_model", 8, 12, "'gpt-5-mni' is not a known model (did you mean 'gpt-5-mini'?)"),
+    ("bad_attribute_name", 9, 14, "name: must start with a letter"),
+    ("bad_attribute_type", 9, 13, "type: must be one of 'text', 'number', 'boolean' or 'date'"),
+    ("duplicate_attribute", 10, 14, "duplicate attribute name 'plan_tier' (also item 1"),
+    ("duplicate_yaml_key", 10, 5, "duplicate key 'temp' (first at line 8)"),
+    ("yaml_syntax_error", 9, 4, "invalid YAML: while parsing a block mapping"),
+    ("unset_variable", 8, 11, "environment variable BOT_DISPLAY_NAME is not set"),
+    ("malformed_variable", 9, 21, "malformed reference '${LIMIT WINDOW}'"),
+    ("not_a_mapping", 1, 1, "a document must be a mapping"),
+    ("bad_metadata_name", 4, 9, "name: must be lowercase letters, digits"),
+    ("bad_api_key_env", 7, 14, "apiKeyEnv: must be an environment variable name"),
+    ("prune_not_bool", 7, 10, 'prune: must be true or false, got string "false"'),
+    ("safety_out_of_range", 8, 24, "maxArchivePercent: must be at most 100"),
+    ("recursive_alias", 8, 14, "invalid YAML: an alias refers to itself"),
+]
+
+
+@pytest.mark.parametrize(("fixture", "line", "col", "fragment"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_each_error_is_located(fixture: str, line: int, col: int, fragment: str) -> None:
+    path = FIXTURES / f"{fixture}.yaml"
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    found = info.value.problems
+    assert len(found) == 1, "\n".join(map(str, found))
+    problem = found[0]
+    assert problem.severity == "error"
+    assert str(problem).startswith(f"{path}:{line}:{col}: "), str(problem)
+    assert fragment in problem.message
+    assert str(problem) in str(info.value)
+    assert str(info.value).endswith("1 error(s) in the configuration; nothing was sent.")
+
+
+def test_every_error_fixture_is_tested() -> None:
+    valid = {
+        "full",
+        "merge_keys",
+        "multi",
+        "strict_attribute_name",
+        "valid_minimal",
+        "warnings_only",
+        "many_errors",
+    }
+    on_disk = {p.stem for p in FIXTURES.glob("*.yaml")}
+    assert on_disk - valid == {fixture for fixture, *_ in ERRORS}
+
+
+@pytest.mark.parametrize("fixture", ["full", "merge_keys", "multi", "valid_minimal"])
+def test_the_valid_fixtures_load(fixture: str) -> None:
+    desired = load(FIXTURES / f"{fixture}.yaml", environ={"COMPANY_NAME": "Acme"})
+    assert desired.bots
+    assert desired.warnings == ()
+
+
+def test_not_utf8_is_located_at_the_first_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(bot_yaml().encode() + "  settings:\n    name: Café Bot\n".encode("latin-1"))
+    [problem] = problems(path)
+    offset = len(bot_yaml().encode()) + len(b"  settings:\n    name: Caf")
+    assert str(problem) == f"{path}:8:14: not UTF-8 text (byte {offset})"
+
+
+def test_not_utf8_after_multibyte_characters_counts_characters(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.yaml"
+    path.write_bytes("# café ☕ \xff".encode()[:-2] + b"\xff\n")
+    [problem] = problems(path)
+    assert (problem.line, problem.col) == (1, 10)
+
+
+# --- all problems at once ------------------------------------------------------------------
+
+
+def test_every_problem_of_a_file_is_reported_sorted_and_located() -> None:
+    path = FIXTURES / "many_errors.yaml"
+    found = problems(path)
+    assert found == sorted(found)
+    assert [(located(p), p.message.split(":")[0]) for p in found] == [
+        ("many_errors.yaml:8:5", "unknown key 'modle' (did you mean 'model'?)"),
+        ("many_errors.yaml:9:11", "temp"),
+        ("many_errors.yaml:10:17", "visibility"),
+        (
+            "many_errors.yaml:11:21",
+            "environment variable VISITOR_NAME is not set (set it, or give a default",
+        ),
+        ("many_errors.yaml:13:31", "type"),
+    ]
+    assert all(p.file == str(path) and p.severity == "error" for p in found)
+
+
+def test_problems_of_several_files_are_all_reported(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.yaml", bot_yaml("alpha", "bot-a", "  settings: {temp: -1}\n"))
+    b = write(tmp_path, "b.yaml", bot_yaml("beta", "bot-b", "  prune: yes please\n"))
+    with pytest.raises(ConfigError) as info:
+        load(b, a)
+    assert [str(p) for p in info.value.problems] == [
+        f"{a}:7:20: temp: must be at least 0.0, got -1",
+        f'{b}:7:10: prune: must be true or false, got string "yes please"',
+    ]
+    assert "2 error(s)" in str(info.value)
+
+
+def test_interpolation_errors_are_not_repeated_by_validation(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(spec='  settings:\n    model: ${MODEL}\n    styles: {buttonColor: "${BRAND}"}\n'),
+    )
+    assert [(p.line, p.col, p.message.split(" (")[0]) for p in problems(path)] == [
+        (8, 12, "environment variable MODEL is not set"),
+        (9, 27, "environment variable BRAND is not set"),
+    ]
+
+
+# --- files, documents, directories --------------------------------------------------------
+
+
+def test_multi_document_file_skips_empty_documents() -> None:
+    path = FIXTURES / "multi.yaml"
+    desired = load(path)
+    assert [(b.name, b.chatbot_id, b.source) for b in desired.bots] == [
+        ("support", "bot-support", f"{path}:3"),
+        ("sales", "bot-sales", f"{path}:11"),
+    ]
+
+
+def test_errors_in_a_later_document_carry_the_file_line(tmp_path: Path) -> None:
+    text = bot_yaml("first", "bot-1") + "---\n" + bot_yaml("second", "bot-2", "  prune: 1\n")
+    path = write(tmp_path, "bots.yaml", text)
+    assert [str(p) for p in problems(path)] == [
+        f"{path}:14:10: prune: must be true or false, got integer 1"
+    ]
+
+
+def test_directory_is_searched_recursively_for_yaml_and_yml(tmp_path: Path) -> None:
+    write(tmp_path, "b.yaml", bot_yaml("b", "bot-b"))
+    write(tmp_path, "a/nested/c.yml", bot_yaml("c", "bot-c"))
+    write(tmp_path, "a/a.yaml", bot_yaml("a", "bot-a"))
+    write(tmp_path, "README.md", "apiVersion: not a config\n")
+    write(tmp_path, "notes.txt", ": : : not yaml")
+    write(tmp_path, "bot.json", "{}")
+    write(tmp_path, "a/backup.yaml.orig", "kind: broken")
+    (tmp_path / "dir.yaml").mkdir()
+    desired = load(tmp_path)
+    assert [b.name for b in desired.bots] == ["a", "c", "b"]  # sorted by path
+    assert [Path(b.source).relative_to(tmp_path) for b in desired.bots] == [
+        Path("a/a.yaml:1"),
+        Path("a/nested/c.yml:1"),
+        Path("b.yaml:1"),
+    ]
+
+
+def test_a_file_named_twice_is_loaded_once(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot.yaml", bot_yaml())
+    assert len(load(path, tmp_path, path).bots) == 1
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert [str(p) for p in problems(missing)] == [f"{missing}:1:1: no such file or directory"]
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    write(tmp_path, "notes.txt", "no bots here")
+    assert [str(p) for p in problems(tmp_path)] == [
+        f"{tmp_path}:1:1: no *.yaml or *.yml files in directory"
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "# just a comment\n", "---\n---\n", "--- ~\n"])
+def test_no_chatbot_documents_found(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, "empty.yaml", text)
+    assert [str(p) for p in problems(path)] == [f"{path}:1:1: no chatbot documents found"]
+
+
+# --- across documents ----------------------------------------------------------------------
+
+
+def test_duplicate_metadata_name_across_files_reports_both(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.yaml", bot_yaml("support", "bot-a"))
+    b = write(tmp_path, "b.yaml", "# the same handle\n" + bot_yaml("support", "bot-b"))
+    assert [str(p) for p in problems(tmp_path)] == [
+        f"{a}:4:9: duplicate metadata.name 'support' (also in {b}:5)",
+        f"{b}:5:9: duplicate metadata.name 'support' (also in {a}:4)",
+    ]
+
+
+def test_duplicate_chatbot_id_across_files_reports_both(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.yaml", bot_yaml("support", "ckl123"))
+    b = write(tmp_path, "sub/b.yml", bot_yaml("sales", "ckl123"))
+    assert [str(p) for p in problems(tmp_path)] == [
+        f"{a}:6:14: duplicate chatbotId 'ckl123' (also in {b}:6)",
+        f"{b}:6:14: duplicate chatbotId 'ckl123' (also in {a}:6)",
+    ]
+
+
+def test_duplicates_within_one_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "bots.yaml", bot_yaml("x", "id-1") + "---\n" + bot_yaml("x", "id-2"))
+    assert [(p.line, p.col) for p in problems(path)] == [(4, 9), (11, 9)]
+
+
+# --- interpolation -------------------------------------------------------------------------
+
+
+INTERPOLATIONS = [
+    # text, environment, result
+    ("no variables", {}, "no variables"),
+    ("costs $5 or $HOME", {}, "costs $5 or $HOME"),
+    ("${VAR}", {"VAR": "value"}, "value"),
+    ("a ${VAR} b ${VAR}", {"VAR": "x"}, "a x b x"),
+    ("[${VAR}]", {"VAR": ""}, "[]"),  # set but empty
+    ("${VAR:-fallback}", {}, "fallback"),  # unset
+    ("${VAR:-fallback}", {"VAR": ""}, "fallback"),  # empty, as in a shell
+    ("${VAR:-fallback}", {"VAR": "set"}, "set"),
+    ("${VAR:-}", {}, ""),
+    ("${URL:-https://example.com:8443/help}", {}, "https://example.com:8443/help"),
+    ("${GREETING:-Hello there, friend}", {}, "Hello there, friend"),
+    ("$${X}", {"X": "ignored"}, "${X}"),  # escape
+    ("$${X} and ${X}", {"X": "x"}, "${X} and x"),
+    ("$${", {}, "${"),
+    ("line 1\nline ${N}\n", {"N": "2"}, "line 1\nline 2\n"),
+    ("${secret:TOKEN}", {"TOKEN": "t0k"}, "t0k"),
+    ("${secret:TOKEN:-dflt}", {}, "dflt"),
+    ("${_under_score9}", {"_under_score9": "ok"}, "ok"),
+]
+
+
+@pytest.mark.parametrize(("text", "environ", "result"), INTERPOLATIONS)
+def test_interpolator(text: str, environ: dict[str, str], result: str) -> None:
+    assert Interpolator(environ)(text) == result
+
+
+def test_interpolator_does_not_interpolate_twice() -> None:
+    assert Interpolator({"A": "${B}", "B": "no"})("${A}") == "${B}"
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        ("${secret:TOKEN}", {"t0k"}),
+        ("${secret:TOKEN:-dflt} ${secret:MISSING:-dflt2}", {"t0k", "dflt2"}),
+        ("${TOKEN}", set()),
+        ("${secret:EMPTY}", set()),  # nothing to mask
+    ],
+)
+def test_interpolator_collects_secret_values(text: str, secrets: set[str]) -> None:
+    interpolate = Interpolator({"TOKEN": "t0k", "EMPTY": ""})
+    interpolate(text)
+    assert interpolate.secrets == secrets
+
+
+INTERPOLATION_ERRORS = [
+    ("${MISSING}", "environment variable MISSING is not set"),
+    ("hello ${secret:MISSING}", "environment variable MISSING is not set"),
+    ("${", "unclosed '${'"),
+    ("price: ${PRICE", "unclosed '${'"),
+    ("${1X}", "malformed reference '${1X}'"),
+    ("${A B}", "malformed reference '${A B}'"),
+    ("${}", "malformed reference '${}'"),
+    ("${A-default}", "malformed reference '${A-default}'"),
+]
+
+
+@pytest.mark.parametrize(("text", "fragment"), INTERPOLATION_ERRORS)
+def test_interpolator_errors(text: str, fragment: str) -> None:
+    with pytest.raises(InterpolationError) as info:
+        Interpolator({"A": "a"})(text)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(("text", "fragment"), INTERPOLATION_ERRORS)
+def test_interpolation_errors_through_the_loader(tmp_path: Path, text: str, fragment: str) -> None:
+    value = json.dumps(text)  # a YAML double-quoted string
+    path = write(tmp_path, "bot.yaml", bot_yaml(spec=f"  settings:\n    name: {value}\n"))
+    [problem] = problems(path, environ={"A": "a"})
+    assert (problem.line, problem.col) == (8, 11)
+    assert fragment in problem.message
+
+
+def test_interpolation_through_the_loader(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(
+            spec="  settings:\n"
+            "    name: ${BOT_NAME} Bot\n"
+            "    instructions: |\n"
+            "      You are the assistant of ${COMPANY}.\n"
+            "      Escalate to ${TEAM:-the support team} via $${HANDOFF}.\n"
+            "    initialMessages: ['Hi from ${COMPANY}!', '${GREETING:-Hello, friend: welcome}']\n"
+            "    ipLimitMessage: ${secret:LIMIT_TEXT}\n"
+            "    temp: 0.5\n"
+            "    ipLimit: 40\n"
+        ),
+    )
+    environ = {"BOT_NAME": "Acme", "COMPANY": "Acme Cloud", "TEAM": "", "LIMIT_TEXT": "s3cret"}
+    bot = one_bot(path, environ)
+    assert bot.settings.name == "Acme Bot"
+    assert bot.settings.instructions == (
+        "You are the assistant of Acme Cloud.\nEscalate to the support team via ${HANDOFF}.\n"
+    )
+    assert bot.settings.initialMessages == ("Hi from Acme Cloud!", "Hello, friend: welcome")
+    assert bot.settings.ipLimitMessage == "s3cret"
+    assert bot.secret_values == frozenset({"s3cret"})
+    assert bot.settings.temp == 0.5
+    assert isinstance(bot.settings.ipLimit, int)
+    assert bot.settings.ipLimit == 40
+
+
+def test_no_secret_values_without_secret_references(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot.yaml", bot_yaml(spec="  settings: {name: '${NAME}'}\n"))
+    assert one_bot(path, {"NAME": "Bot"}).secret_values == frozenset()
+
+
+def test_numbers_stay_numbers_and_strings_stay_strings(tmp_path: Path) -> None:
+    """Interpolation works on strings only: a ${VAR} never becomes a number."""
+    path = write(tmp_path, "bot.yaml", bot_yaml(spec="  settings: {temp: '${TEMP}'}\n"))
+    [problem] = problems(path, environ={"TEMP": "0.7"})
+    assert problem.message == 'temp: must be a number, got string "0.7"'
+
+
+def test_unset_variable_in_a_block_string_is_located_at_the_string(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(spec="  settings:\n    instructions: |\n      Hello\n      from ${COMPANY}\n"),
+    )
+    assert [str(p) for p in problems(path)] == [
+        f"{path}:8:19: environment variable COMPANY is not set "
+        "(set it, or give a default: ${COMPANY:-...})"
+    ]
+
+
+# --- unknown models, strict attribute names, warnings --------------------------------------
+
+
+def test_unknown_model_is_an_error_that_names_the_opt_out() -> None:
+    [problem] = problems(FIXTURES / "unknown_model.yaml")
+    assert problem.severity == "error"
+    assert "(did you mean 'gpt-5-mini'?)" in problem.message
+    assert "--allow-unknown-models" in problem.message
+
+
+def test_unknown_model_opt_out_warns_and_loads() -> None:
+    path = FIXTURES / "unknown_model.yaml"
+    desired = load(path, allow_unknown_models=True)
+    assert [b.settings.model for b in desired.bots] == ["gpt-5-mni"]
+    assert desired.warnings == (
+        f"{path}:8:12: warning: model: 'gpt-5-mni' is not a known model "
+        "(did you mean 'gpt-5-mini'?)",
+    )
+
+
+def test_known_models_pass(tmp_path: Path) -> None:
+    for i, model in enumerate(contract.SETTINGS_MODELS):
+        write(
+            tmp_path,
+            f"b{i:02}.yaml",
+            bot_yaml(f"b{i}", f"id-{i}", f"  settings: {{model: {model}}}\n"),
+        )
+    desired = load(tmp_path)
+    assert [b.settings.model for b in desired.bots] == list(contract.SETTINGS_MODELS)
+    assert desired.warnings == ()
+
+
+def test_attribute_name_valid_by_contract_but_not_the_strict_guide_warns() -> None:
+    path = FIXTURES / "strict_attribute_name.yaml"
+    desired = load(path)
+    assert [a.name for a in desired.bots[0].attributes] == ["plan_tier", "Plan-Tier"]
+    [warning] = desired.warnings
+    assert warning.startswith(f"{path}:9:14: warning: attribute name 'Plan-Tier': ")
+    assert "lowercase" in warning
+
+
+def test_warnings_do_not_block() -> None:
+    path = FIXTURES / "warnings_only.yaml"
+    desired = load(path, allow_unknown_models=True)
+    assert [b.name for b in desired.bots] == ["support"]
+    assert [w.split(": warning: ")[0] for w in desired.warnings] == [
+        f"{path}:8:12",
+        f"{path}:10:14",
+    ]
+
+
+def test_warnings_are_shown_alongside_errors(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(spec="  customAttributes: [{name: Tier, type: text}]\n  prune: 0\n"),
+    )
+    found = problems(path)
+    assert [(p.line, p.severity) for p in found] == [(7, "warning"), (8, "error")]
+    assert str(found[0]) in str(ConfigError(found))
+
+
+# --- YAML details --------------------------------------------------------------------------
+
+
+def test_merge_keys_override_without_duplicate_errors() -> None:
+    bot = one_bot(FIXTURES / "merge_keys.yaml")
+    assert bot.settings.styles == Styles(theme="light", buttonColor="#0a84ff")
+    assert bot.attributes == (
+        CustomAttribute(name="seats", type="number", label="Seats"),
+        CustomAttribute(name="agents", type="number", label="Agents"),
+        CustomAttribute(name="admins", type="number", label="Seats"),
+    )
+
+
+def test_an_aliased_mapping_with_merge_keys_can_be_used_twice(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(
+            spec="  settings:\n"
+            "    collectCustomerInformation:\n"
+            "      name: &field {<<: &on {active: true, label: x}, label: Name}\n"
+            "      email: *field\n"
+            "      phone: {<<: [*field, *on], active: false}\n"
+        ),
+    )
+    info = one_bot(path).settings.collectCustomerInformation
+    assert info == CollectCustomerInformation(
+        name=LeadField(active=True, label="Name"),
+        email=LeadField(active=True, label="Name"),
+        phone=LeadField(active=False, label="Name"),  # the first mapping of the list wins
+    )
+
+
+def test_a_duplicate_key_beside_merge_keys_is_still_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(spec="  settings:\n    styles: {<<: {theme: dark}, theme: light, theme: dark}\n"),
+    )
+    assert [str(p) for p in problems(path)] == [
+        f"{path}:8:47: duplicate key 'theme' (first at line 8)"
+    ]
+
+
+def test_an_error_in_a_merged_value_points_at_where_it_is_written(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(
+            spec="  customAttributes:\n"
+            "    - &base {name: seats, type: integer}\n"
+            "    - {<<: *base, name: agents}\n"
+        ),
+    )
+    found = problems(path)
+    assert [(p.line, p.col) for p in found] == [(8, 33)]  # written once, reported once
+
+
+def test_merging_a_scalar_is_located(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot.yaml", bot_yaml(spec="  settings: {<<: oops, name: Bot}\n"))
+    assert [str(p) for p in problems(path)] == [
+        f"{path}:7:18: invalid YAML: '<<' merges a mapping or a list of mappings"
+    ]
+
+
+def test_an_empty_value_is_reported_as_null(tmp_path: Path) -> None:
+    text = bot_yaml().replace("  name: support\n", "  name: support\n  labels:\n    team:\n")
+    path = write(tmp_path, "bot.yaml", text)
+    assert [str(p) for p in problems(path)] == [f"{path}:6:10: team: must be a string, got null"]
+
+
+def test_non_string_keys_are_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, "bot.yaml", bot_yaml(spec="  settings: {1: one}\n"))
+    assert [str(p) for p in problems(path)] == [f"{path}:7:14: keys must be strings, got 1"]
+
+
+def test_byte_order_mark_and_crlf_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "windows.yaml"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + bot_yaml(spec="  prune: maybe\n").replace("\n", "\r\n").encode()
+    )
+    [problem] = problems(path)
+    assert (problem.line, problem.col) == (7, 10)
+
+
+# --- the produced BotSpec ------------------------------------------------------------------
+
+
+def test_botspec_fields() -> None:
+    path = FIXTURES / "full.yaml"
+    bot = one_bot(path, {"COMPANY_NAME": "Acme Cloud"})
+    assert bot == BotSpec(
+        name="support",
+        chatbot_id="ckl123abc456",
+        labels={"team": "support", "tier": "production"},
+        api_key_env="SUPPORT_BOT_KEY",
+        settings=ChatbotSettings(
+            name="Support Bot",
+            instructions="You are the support assistant of Acme Cloud.\nNever promise refunds.\n",
+            suggestedMessages=("Reset my password", "Talk to a person"),
+            model="gpt-5-mini",
+            temp=0.2,
+            visibility="public",
+            ipLimit=40,
+            styles=Styles(theme="dark", buttonColor="#0a84ff"),
+            collectCustomerInformation=CollectCustomerInformation(
+                title="Can we reach you?", email=LeadField(active=True, label="E-mail")
+            ),
+        ),
+        attributes=(
+            CustomAttribute(
+                name="plan_tier",
+                type="text",
+                label="Plan tier",
+                description="Billing plan of the customer",
+            ),
+            CustomAttribute(
+                name="legacy_score", type="number", label="Legacy score", archived=True
+            ),
+        ),
+        prune=True,
+        max_archive_percent=50,
+        source=f"{path}:2",
+        secret_values=frozenset(),
+    )
+    assert isinstance(bot.attributes, tuple)
+    assert isinstance(bot.settings, ChatbotSettings)
+
+
+def test_botspec_defaults() -> None:
+    path = FIXTURES / "valid_minimal.yaml"
+    bot = one_bot(path)
+    assert bot == BotSpec(name="support", chatbot_id="ckl123abc456", source=f"{path}:1")
+    assert bot.api_key_env == DEFAULT_API_KEY_ENV == "BOTCTL_API_KEY"
+    assert bot.settings.to_json() == {}  # nothing managed
+    assert (bot.attributes, bot.prune, bot.max_archive_percent, bot.labels) == ((), False, None, {})
+
+
+# --- examples and the JSON Schema ----------------------------------------------------------
+
+
+def test_examples_load_cleanly_with_an_empty_environment() -> None:
+    desired = load(EXAMPLES)
+    assert len(desired.bots) >= 2
+    assert desired.warnings == ()
+    assert len({b.name for b in desired.bots}) == len(desired.bots)
+
+
+def test_examples_point_editors_at_the_schema() -> None:
+    for path in sorted(EXAMPLES.glob("*.y*ml")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../schemas/botctl.schema.json", path
+
+
+def test_checked_in_schema_is_current() -> None:
+    expected = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    assert SCHEMA.read_text(encoding="utf-8") == expected, (
+        "schemas/botctl.schema.json is stale; regenerate it with "
+        "`uv run botctl schema > schemas/botctl.schema.json`"
+    )
+
+
+def test_schema_lists_the_contract_models() -> None:
+    model = json_schema()["$defs"]["ChatbotSettings"]["properties"]["model"]
+    assert model["anyOf"][0] == {"enum": list(contract.SETTINGS_MODELS)}
+
+
+def test_examples_validate_against_the_schema() -> None:
+    jsonschema: Any = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    documents = [
+        doc
+        for path in sorted(EXAMPLES.glob("*.y*ml"))
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if doc is not None
+    ]
+    assert documents
+    for doc in documents:
+        errors = [e.message for e in validator.iter_errors(doc)]
+        assert errors == [], errors
