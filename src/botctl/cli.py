@@ -199,7 +199,7 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     progress.finish()
     report = outcome.report
     for note in outcome.not_taken:
-        err(f"warning: not taken as sent: {note}")
+        err(f"warning: {note}")
     click.echo(
         f"\nApply {'complete' if report.ok else 'incomplete'}: {report.count('applied')} "
         f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "
