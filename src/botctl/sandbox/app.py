@@ -20,7 +20,8 @@ from botctl.sandbox.middleware import V1Gate
 from botctl.sandbox.ratelimit import RateLimiter
 from botctl.sandbox.runtime import Runtime
 from botctl.sandbox.store import Store
-from botctl.sandbox.web import ApiError, api_error_handler, message
+from botctl.sandbox.validation import Invalid
+from botctl.sandbox.web import ApiError, api_error_handler, invalid_data_handler, message
 from botctl.sandbox.world import bootstrap
 
 __all__ = ["SandboxConfig", "create_app"]
@@ -66,6 +67,7 @@ def create_app(config: SandboxConfig) -> Starlette:
         middleware=[Middleware(V1Gate, runtime=runtime)],
         exception_handlers={
             ApiError: api_error_handler,
+            Invalid: invalid_data_handler,
             404: _http_error,
             405: _http_error,
             Exception: _crash,

@@ -8,7 +8,7 @@ from starlette.routing import Route
 
 from botctl import contract
 from botctl.sandbox import validation
-from botctl.sandbox.web import ApiError, account, invalid, json_object, owned_chatbot, runtime
+from botctl.sandbox.web import ApiError, account, json_object, owned_chatbot, runtime
 
 MSG_SUCCESS = "Success"
 MSG_EXISTS = "Custom attribute already exists"
@@ -36,10 +36,7 @@ async def create_attribute(request: Request) -> JSONResponse:
     key, _ = account(request)
     chatbot_id = request.path_params["chatbot_id"]
     body = await json_object(request)
-    try:
-        record = validation.attribute_create(body)
-    except validation.Invalid as exc:
-        raise invalid(exc) from None
+    record = validation.attribute_create(body)  # Invalid -> 400 (app's handler)
     store = runtime(request).store
     with store.atomic():
         owned_chatbot(request, key, chatbot_id)
@@ -57,10 +54,7 @@ async def update_attribute(request: Request) -> JSONResponse:
     chatbot_id = request.path_params["chatbot_id"]
     name = request.path_params["name"]
     body = await json_object(request)
-    try:
-        changes = validation.attribute_update(body)
-    except validation.Invalid as exc:
-        raise invalid(exc) from None
+    changes = validation.attribute_update(body)
     store = runtime(request).store
     with store.atomic():
         owned_chatbot(request, key, chatbot_id)

@@ -11,7 +11,6 @@ from botctl.sandbox import validation, views
 from botctl.sandbox.web import (
     ApiError,
     account,
-    invalid,
     json_object,
     message,
     owned_chatbot,
@@ -29,10 +28,7 @@ async def update_settings(request: Request) -> JSONResponse:
     A body with only `chatbotId` is accepted and changes nothing."""
     key, _ = account(request)
     body = await json_object(request)
-    try:
-        chatbot_id, changes = validation.settings_update(body)
-    except validation.Invalid as exc:
-        raise invalid(exc) from None
+    chatbot_id, changes = validation.settings_update(body)  # Invalid -> 400 (app's handler)
     store = runtime(request).store
     with store.atomic():
         owned_chatbot(request, key, chatbot_id)

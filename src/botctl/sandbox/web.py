@@ -42,6 +42,11 @@ async def api_error_handler(request: Request, exc: Exception) -> Response:
     return message(err.status, err.message)
 
 
+async def invalid_data_handler(request: Request, exc: Exception) -> Response:
+    """A validation failure anywhere in a v1 handler: 400 `Invalid request data`."""
+    return await api_error_handler(request, invalid(cast(Invalid, exc)))
+
+
 def runtime(request: Request) -> Runtime:
     return cast(Runtime, request.app.state.sandbox)
 
