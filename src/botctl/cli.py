@@ -183,7 +183,10 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     def confirm(p: Plan) -> bool:
         if saved is not None or auto_approve:
             return True
-        return click.confirm("\nApply these changes?", default=False)
+        if click.confirm("\nApply these changes?", default=False):
+            return True
+        click.echo("Cancelled: nothing was applied.")
+        return False
 
     progress = Progress(live=colour_enabled(sys.stdout))
 
