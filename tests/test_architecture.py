@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "live": {"client", "models", "errors", "contract"},
     "apply": {"plan", "errors", "client"},
     "spec": {"models", "errors", "contract", "spec"},
-    "service": {"client", "errors", "models", "plan", "sandbox", "pacing"},
+    "service": {"client", "contract", "errors", "models", "plan", "sandbox", "pacing"},
     "workflow": {
         "apply",
         "client",

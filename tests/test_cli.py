@@ -129,3 +129,18 @@ def test_sandbox_flag_targets_the_embedded_sandbox(
     again = invoke("plan", "--sandbox", "--detailed-exitcode", "bots", env=env)
     assert again.exit_code == 0, again.output
     assert "No changes" in again.output
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("notaurl", "must be an http:// or https:// URL"),
+        ("ftp://host/api/v1", "must be an http:// or https:// URL"),
+        ("https://host", "ending in /api/v1 (e.g. https://host/api/v1)"),
+    ],
+)
+def test_api_url_is_checked_before_any_request(tmp_path: Path, url: str, message: str) -> None:
+    (tmp_path / "bot.yaml").write_text(bot_yaml())
+    result = invoke("plan", str(tmp_path), "--api-url", url, env={"BOTCTL_API_KEY": "k"})
+    assert result.exit_code == 1
+    assert message in result.output

@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from botctl.client import RetryPolicy, ServiceClient
+from botctl.contract import API_PREFIX
 from botctl.errors import BotctlError
 from botctl.models import BotSpec, JsonValue
 from botctl.pacing import RequestStats
@@ -71,6 +73,21 @@ def resolve_keys(
     return keys
 
 
+def check_api_url(url: str) -> str:
+    """The service's base address is an http(s) URL ending in /api/v1 (contract section 9).
+    Refusing anything else up front matters: a base without /api/v1 would answer every read
+    with 404, which botctl would otherwise take for a deployment without reads."""
+    parsed = urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise BotctlError(f"--api-url must be an http:// or https:// URL, got {url!r}")
+    if not parsed.path.rstrip("/").endswith(API_PREFIX):
+        raise BotctlError(
+            f"--api-url must be the service's base address ending in {API_PREFIX} "
+            f"(e.g. https://{parsed.netloc}{API_PREFIX}), got {url!r}"
+        )
+    return url.strip()
+
+
 @contextlib.asynccontextmanager
 async def connect(
     refs: list[BotRef], environ: Mapping[str, str], options: ServiceOptions
@@ -86,7 +103,7 @@ async def connect(
                 "no service address: pass --api-url URL (or set BOTCTL_API_URL), e.g. "
                 "https://<host>/api/v1; or --sandbox to use the embedded sandbox"
             )
-        transport, base_url = None, options.api_url
+        transport, base_url = None, check_api_url(options.api_url)
     clients = {
         env_name: ServiceClient(
             base_url,
