@@ -111,6 +111,12 @@ def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> 
 
     Confidence: verified (read from the service now), assumed (what botctl last applied,
     from the state file), unknown (neither: the value will be sent).
+
+    \b
+    Examples:
+      botctl plan bots/
+      botctl plan bots/ --format markdown --out plan.json > plan.md   # in a pull request
+      botctl plan bots/ --detailed-exitcode                           # exit 2 on changes
     """
     ws = workspace(params)
     result = run_async(make_plan(ws))
@@ -163,6 +169,12 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     Shows the plan and asks for confirmation on a terminal; without a terminal it refuses
     unless --auto-approve or --plan. Each operation is printed as it completes; state records
     every applied operation, so a re-run does only what is left.
+
+    \b
+    Examples:
+      botctl apply bots/                       # shows the plan, asks
+      botctl apply bots/ --auto-approve        # in CI on merge
+      botctl apply --plan plan.json            # exactly what was reviewed, or nothing
     """
     saved = None
     if plan_file is not None:
@@ -226,6 +238,10 @@ def drift(fmt: str, **params: Any) -> int:
 
     Read-only: sends only reads and never writes the state file. Exit 2 when anything
     changed outside botctl, is pending, or is unmanaged; 0 when in sync.
+
+    \b
+    Example (a scheduled CI job):
+      botctl drift bots/ --format markdown
     """
     report = run_async(make_drift(workspace(params)))
     click.echo(render_drift(report, fmt, colour=colour_enabled()), nl=False)
