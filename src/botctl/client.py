@@ -217,25 +217,23 @@ class ServiceClient:
     async def _attempt(self, call: _Call, attempt: int) -> httpx.Response:
         url = self.base_url + call.path
         self.stats.requests[call.method] += 1
-        self._emit(
-            f"-> {call.method} {url} attempt {attempt}/{self.retry.max_attempts}"
-            f" Authorization: Bearer ***{_trace_body(call.body)}"
-        )
+        tracing = self._trace is not None  # trace lines (JSON of bodies) only when asked for
+        of = f"attempt {attempt}/{self.retry.max_attempts}"
+        if tracing:
+            body = _trace_body(call.body)
+            self._emit(f"-> {call.method} {url} {of} Authorization: Bearer ***{body}")
         started = self.retry.clock()
         try:
             response = await self._http.request(call.method, url, json=call.body)
         except httpx.RequestError as exc:
-            elapsed = (self.retry.clock() - started) * 1000
-            self._emit(
-                f"<- {type(exc).__name__} {call.method} {url} {elapsed:.0f}ms"
-                f" attempt {attempt}/{self.retry.max_attempts}"
-            )
+            if tracing:
+                elapsed = (self.retry.clock() - started) * 1000
+                self._emit(f"<- {type(exc).__name__} {call.method} {url} {elapsed:.0f}ms {of}")
             raise
-        elapsed = (self.retry.clock() - started) * 1000
-        self._emit(
-            f"<- {response.status_code} {call.method} {url} {elapsed:.0f}ms"
-            f" attempt {attempt}/{self.retry.max_attempts}{_trace_body(_maybe_json(response))}"
-        )
+        if tracing:
+            elapsed = (self.retry.clock() - started) * 1000
+            body = _trace_body(_maybe_json(response))
+            self._emit(f"<- {response.status_code} {call.method} {url} {elapsed:.0f}ms {of}{body}")
         return response
 
     async def _backoff(self, attempt: int, hinted: float | None) -> None:
