@@ -352,3 +352,20 @@ def test_safety_cap_refuses_mass_archive(bench: Bench) -> None:
     forced = bench.run("apply", "--auto-approve", "--force", str(bench.config_dir))
     assert forced.exit_code == 0, forced.output
     assert len(bench.writes()) == 4
+
+
+def test_unknown_model_opt_out_and_the_services_400(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml(settings="name: X\nmodel: gpt-9-turbo"))
+    refused = bench.run("plan", str(bench.config_dir))
+    assert refused.exit_code == 1
+    assert "--allow-unknown-models" in refused.stderr
+    result = bench.run("apply", "--auto-approve", "--allow-unknown-models", str(bench.config_dir))
+    assert result.exit_code == 1
+    warning = next(line for line in result.stdout.splitlines() if line.startswith("warning: "))
+    assert "'gpt-9-turbo' is not a known model" in warning
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    assert failed == [
+        "FAILED   support: update_settings settings: chatbot bot-1: update settings failed: "
+        "HTTP 400: Invalid request data"
+    ]
+    assert "Apply incomplete: 0 applied, 1 failed, 0 not attempted." in result.stdout
