@@ -35,7 +35,7 @@ from botctl.models import Live, LiveBot
 from botctl.pacing import RequestStats
 from botctl.service import ServiceOptions
 from botctl.state import State
-from botctl.workflow import Workspace, load, make_plan, run_apply
+from botctl.workflow import Workspace, apply_unattended, load, make_plan
 
 
 @dataclass
@@ -186,15 +186,7 @@ def run_phases(ws: Workspace, counter: RequestCounter, args: argparse.Namespace)
     phases.append(Phase("plan", seconds, n["read"], n["write"], reads_min, 0))
 
     def apply_once() -> Any:
-        return asyncio.run(
-            run_apply(
-                ws,
-                saved=None,
-                show=lambda _: None,
-                confirm=lambda _: True,
-                on_result=lambda _: None,
-            )
-        )
+        return asyncio.run(apply_unattended(ws))
 
     outcome, seconds = timed(apply_once)
     if outcome is None or not outcome.report.ok:

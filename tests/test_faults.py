@@ -20,7 +20,7 @@ import pytest
 from botctl.errors import ServiceError
 from botctl.service import ServiceOptions
 from botctl.state import load_state
-from botctl.workflow import ApplyOutcome, Workspace, make_plan, run_apply
+from botctl.workflow import ApplyOutcome, Workspace, apply_unattended, make_plan
 from tests.e2e_support import bot_yaml
 
 SCHEDULES = int(os.environ.get("BOTCTL_FAULT_SCHEDULES", "40"))
@@ -103,15 +103,7 @@ def workspace(tmp: Path, api_url: str) -> Workspace:
 
 def apply_once(ws: Workspace) -> ApplyOutcome | ServiceError | None:
     try:
-        return asyncio.run(
-            run_apply(
-                ws,
-                saved=None,
-                show=lambda _: None,
-                confirm=lambda _: True,
-                on_result=lambda _: None,
-            )
-        )
+        return asyncio.run(apply_unattended(ws))
     except ServiceError as exc:  # e.g. a read that kept failing: nothing was written
         return exc
 

@@ -14,7 +14,7 @@ from botctl.apply import OpResult
 from botctl.models import Desired
 from botctl.render import render_drift, render_plan
 from botctl.service import AdminCall, ServiceOptions, bootstrap_calls, resolve_keys, sandbox_admin
-from botctl.workflow import Workspace, load, make_drift, make_plan, run_apply
+from botctl.workflow import Workspace, apply_unattended, load, make_drift, make_plan
 
 Echo = Callable[[str], None]
 
@@ -86,9 +86,7 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     def progress(result: OpResult) -> None:
         echo(f"   {result.status:<8} {result.operation.label}")
 
-    outcome = await run_apply(
-        ws, saved=None, show=lambda _: None, confirm=lambda _: True, on_result=progress
-    )
+    outcome = await apply_unattended(ws, progress)
     applied_ok = outcome is not None and outcome.report.ok
     echo("")
 

@@ -141,6 +141,15 @@ async def run_apply(
     return ApplyOutcome(plan, report, tuple(notes))
 
 
+async def apply_unattended(
+    ws: Workspace, on_result: Callable[[OpResult], None] = lambda _: None
+) -> ApplyOutcome | None:
+    """``apply --auto-approve``, as the demo, benchmarks and tests drive it."""
+    return await run_apply(
+        ws, saved=None, show=lambda _: None, confirm=lambda _: True, on_result=on_result
+    )
+
+
 def _bots_of(saved: Plan | None) -> list[BotSpec]:
     refs = saved.bots if saved is not None else ()
     return [BotSpec(name=r.name, chatbot_id=r.chatbot_id, api_key_env=r.api_key_env) for r in refs]
