@@ -221,7 +221,7 @@ def report(phases: list[Phase], args: argparse.Namespace, per_request: float) ->
             (p.min_reads + p.min_writes) / args.keys,
             args.parallelism,
             latency,
-            args.client_rate,
+            args.server_rate,  # the rate the service allows; botctl's own pace is its cost
         )
         naive = total * per_request
         print(
