@@ -17,6 +17,8 @@ from botctl.errors import Problem
 # libyaml's parser when PyYAML has it (it usually does): same nodes and marks, ~10x faster.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
 Path = tuple[str | int, ...]
 Mark = tuple[int, int]  # 1-based line, column
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -75,6 +77,8 @@ class _Walker:
                 return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
             finally:
                 self.open.discard(id(node))
+        if node.tag == _STR_TAG:
+            return node.value  # most scalars: skip the constructor's bookkeeping
         try:
             return self.constructor.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
