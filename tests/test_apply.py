@@ -120,23 +120,24 @@ def test_create_refused_for_certain_is_a_failure_not_a_retry() -> None:
     assert service.calls == ["create"]
 
 
-def test_ensure_updates_when_it_exists_and_creates_on_404() -> None:
+def ensure(name: str, managed: dict[str, Any]) -> Operation:
+    create = {"name": name, "type": "text", "label": name, "archived": False}
+    record = {"name": name, "type": "text", **managed}
+    return Operation("b1", "b1", "KEY", "ensure_attribute", name, managed, record, create)
+
+
+def test_ensure_updates_managed_fields_when_it_exists_and_creates_on_404() -> None:
     service = FakeService(reads=False)
-    service.attributes["b1"] = {"tier": {**ATTR, "label": "Old"}}
-    other = Operation(
-        "b1",
-        "b1",
-        "KEY",
-        "ensure_attribute",
-        "other",
-        {**ATTR, "name": "other"},
-        {**ATTR, "name": "other"},
+    service.attributes["b1"] = {"tier": {**ATTR, "label": "Set in the dashboard"}}
+    # The YAML declares no label: the probe must not overwrite the dashboard's one.
+    plan = Plan(
+        operations=(ensure("tier", {"archived": True}), ensure("other", {"archived": False}))
     )
-    plan = Plan(operations=(op("ensure_attribute"), other))
     report, _ = run(plan, service)
     assert report.ok
-    assert service.attributes["b1"]["tier"]["label"] == "Tier"
-    assert "other" in service.attributes["b1"]
+    assert service.attributes["b1"]["tier"]["label"] == "Set in the dashboard"
+    assert service.attributes["b1"]["tier"]["archived"] is True
+    assert service.attributes["b1"]["other"]["label"] == "other"  # created whole
     assert service.calls == ["update", "create", "update"]  # "other" (404 -> create), "tier"
 
 

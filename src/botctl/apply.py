@@ -120,22 +120,23 @@ async def _update_attribute(op: Operation, client: AttributeWriter) -> str:
     return ""
 
 
-def _update_body(op: Operation) -> dict[str, Any]:
-    body = {k: op.body[k] for k in ("label", "description") if op.body.get(k) is not None}
-    body["archived"] = bool(op.body.get("archived"))
+def _update_body(create: dict[str, Any]) -> dict[str, Any]:
+    """The update that makes an existing attribute as a create body describes it."""
+    body = {k: create[k] for k in ("label", "description") if create.get(k) is not None}
+    body["archived"] = bool(create.get("archived"))
     return body
 
 
 async def _ensure_attribute(op: Operation, client: AttributeWriter) -> str:
-    """Existence unknown (no reads, no state): update it, and create it only on 404."""
-    if await _probe_update(op, client):
+    """Existence unknown (no reads, no state): update its managed fields, create it on 404."""
+    if await _probe_update(op, client, dict(op.body)):
         return "existed; updated (its type could not be verified)"
-    return await _create_attribute(op, client)
+    return await _create(op, client, dict(op.fallback or {}))
 
 
-async def _probe_update(op: Operation, client: AttributeWriter) -> bool:
+async def _probe_update(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> bool:
     try:
-        await client.update_attribute(op.chatbot_id, op.key, _update_body(op))
+        await client.update_attribute(op.chatbot_id, op.key, body)
     except ApiError as exc:
         if exc.status == 404:
             return False
@@ -150,11 +151,15 @@ def _is_ambiguous(exc: ServiceError) -> bool:
 
 
 async def _create_attribute(op: Operation, client: AttributeWriter) -> str:
+    return await _create(op, client, dict(op.body))
+
+
+async def _create(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> str:
     ambiguous_before = False
     last: ServiceError | None = None
     for _ in range(CREATE_ATTEMPTS):
         try:
-            await client.create_attribute(op.chatbot_id, dict(op.body))
+            await client.create_attribute(op.chatbot_id, body)
         except ServiceError as exc:
             duplicate_after_doubt = (
                 ambiguous_before and isinstance(exc, ApiError) and exc.status == 400
@@ -162,7 +167,7 @@ async def _create_attribute(op: Operation, client: AttributeWriter) -> str:
             if not (_is_ambiguous(exc) or duplicate_after_doubt):
                 raise
             last, ambiguous_before = exc, True
-            if await _exists_after_doubt(op, client):
+            if await _exists_after_doubt(op, client, body):
                 return "created (confirmed by reading back after an uncertain answer)"
             continue
         return "confirmed after retry" if ambiguous_before else ""
@@ -170,25 +175,25 @@ async def _create_attribute(op: Operation, client: AttributeWriter) -> str:
     raise last
 
 
-async def _exists_after_doubt(op: Operation, client: AttributeWriter) -> bool:
+async def _exists_after_doubt(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> bool:
     """After an uncertain create: is the attribute there? If so, make it as declared."""
+    wanted = _update_body(body)
     try:
         listed = await client.list_attributes(op.chatbot_id)
     except ApiError as exc:
         if exc.status in (404, 405, 501):
-            return await _probe_update(op, client)
+            return await _probe_update(op, client, wanted)
         raise
     found = next((a for a in listed if a.get("name") == op.key), None)
     if found is None:
         return False
-    if found.get("type") != op.body.get("type"):
+    if found.get("type") != body.get("type"):
         raise ApiError(
             f"create attribute {op.key}",
             400,
             f"an attribute {op.key!r} of type {found.get('type')!r} already exists",
             chatbot_id=op.chatbot_id,
         )
-    wanted = _update_body(op)
     if any(found.get(k) != v for k, v in wanted.items()):
         await client.update_attribute(op.chatbot_id, op.key, wanted)
     return True

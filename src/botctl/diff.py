@@ -286,31 +286,42 @@ def _add_attribute_change(
             confidence,
         )
     )
-    if kind == "update_attribute":
-        # `archived` always explicit: the PUT's documented default is false (it would
-        # un-archive); label and description are sent as they should end up.
-        body = {k: after[k] for k in ("label", "description") if after.get(k) is not None}
-        body["archived"] = bool(after.get("archived"))
-        op = Operation(
-            bot.chatbot_id,
-            bot.name,
-            bot.api_key_env,
-            "update_attribute",
-            name,
-            body=body,
-            record=after,
-        )
+    out.operations.append(_attribute_operation(bot, name, after, kind))
+
+
+def _attribute_operation(
+    bot: BotSpec, name: str, after: dict[str, JsonValue], kind: OperationKind
+) -> Operation:
+    declared = next((a for a in bot.attributes if a.name == name), None)
+    # State keeps what botctl manages: identity plus the declared fields (a label the YAML
+    # does not declare is not botctl's, so a dashboard edit of it is not drift).
+    if declared is not None:
+        record = {"name": name, "type": declared.type, **_managed_fields(declared)}
     else:
-        op = Operation(
+        record = {"name": name, "type": after.get("type"), "archived": True}
+    if kind == "create_attribute":
+        return Operation(
+            bot.chatbot_id, bot.name, bot.api_key_env, kind, name, body=dict(after), record=record
+        )
+    # `archived` always explicit: the PUT's documented default is false (it would un-archive).
+    update = {k: after[k] for k in ("label", "description") if after.get(k) is not None}
+    update["archived"] = bool(after.get("archived"))
+    if kind == "ensure_attribute":
+        # Existence unknown: update only the managed fields, create (whole) only on 404.
+        assert declared is not None
+        return Operation(
             bot.chatbot_id,
             bot.name,
             bot.api_key_env,
             kind,
             name,
-            body=dict(after),
-            record=after,
+            body=_managed_fields(declared),
+            record=record,
+            fallback=dict(after),
         )
-    out.operations.append(op)
+    return Operation(
+        bot.chatbot_id, bot.name, bot.api_key_env, kind, name, body=update, record=record
+    )
 
 
 def _effective(attr: CustomAttribute) -> dict[str, JsonValue]:

@@ -72,6 +72,8 @@ class Operation:
     key: str  # "settings" or the attribute name
     body: dict[str, JsonValue]
     record: dict[str, JsonValue]  # what state keeps once this succeeded
+    # ensure_attribute only: the create body, sent when the update (``body``) answers 404.
+    fallback: dict[str, JsonValue] | None = None
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.bot, _KIND_ORDER[self.kind], self.key)
