@@ -369,3 +369,14 @@ def test_unknown_model_opt_out_and_the_services_400(bench: Bench) -> None:
         "HTTP 400: Invalid request data"
     ]
     assert "Apply incomplete: 0 applied, 1 failed, 0 not attempted." in result.stdout
+
+
+def test_undeclared_label_is_not_managed(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml(attributes="- {name: tier, type: text}"))
+    assert bench.run("apply", "--auto-approve", str(bench.config_dir)).exit_code == 0
+    created = bench.bot_state("bot-1")["attributes"][0]
+    assert created["label"] == "tier"  # a create always sends a label: the name
+    bench.admin("PATCH", "/chatbots/bot-1", {"attributes": [{"name": "tier", "label": "Tier"}]})
+    drift = bench.run("drift", str(bench.config_dir))
+    assert drift.exit_code == 0, drift.output
+    assert bench.plan_json(str(bench.config_dir))["changes"] == []
