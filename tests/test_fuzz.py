@@ -4,6 +4,7 @@ reaches the network."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("BOTCTL_FUZZ_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
