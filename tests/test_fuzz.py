@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.e2e_support import KEY, Bench
@@ -53,6 +53,35 @@ PATHS = [
     ("spec", "customAttributes", 0, "type"),
     ("spec", "prune"),
 ]
+# Scalars written straight into the YAML text, unquoted: YAML itself decides what they are,
+# and for some of them PyYAML's resolver picks a type it then cannot build.
+RAW_SCALARS = [
+    "2024-02-30",
+    "2024-01-01",
+    "2024-01-01T10:00:00Z",
+    "!!int abc",
+    "!!float abc",
+    "!!bool maybe",
+    "!!binary '%%%'",
+    "0x_",
+    "0b2",
+    "1_000",
+    ".inf",
+    "~",
+    "yes",
+    "!!timestamp nope",
+]
+_RAW_SENTINEL = "RAW_SCALAR_SENTINEL"  # a plain scalar: safe_dump writes it unquoted
+
+
+class RawScalar:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawScalar({self.text!r})"
+
+
 VALUES = st.one_of(
     st.none(),
     st.booleans(),
@@ -62,6 +91,7 @@ VALUES = st.one_of(
     st.sampled_from(["gpt-4", "#zzz", "dark", "private", "9bad", "${UNSET_VAR}", "$${x}", "${"]),
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.sampled_from(["a", "modle"]), st.integers(), max_size=2),
+    st.sampled_from(RAW_SCALARS).map(lambda text: RawScalar(text)),
 )
 LOCATED = re.compile(r"\.yaml:\d+:\d+: ")
 
@@ -74,6 +104,9 @@ def mutate(doc: dict[str, Any], path: tuple[Any, ...], value: Any, action: str) 
         del target[path[-1]]
     elif action == "rename" and isinstance(path[-1], str):
         target[path[-1] + "x"] = target.pop(path[-1])
+    elif isinstance(value, RawScalar):
+        target[path[-1]] = _RAW_SENTINEL
+        return yaml.safe_dump(doc, sort_keys=False).replace(_RAW_SENTINEL, value.text)
     else:
         target[path[-1]] = value
     return yaml.safe_dump(doc, sort_keys=False)
@@ -102,6 +135,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     command=st.sampled_from(["validate", "plan", "apply"]),
     garbage=st.sampled_from(["", "", "", ":\n  - ]", "\t", "---\n- a list\n"]),
 )
+# Found by this test once: scalars PyYAML resolves to a type it then cannot build.
+@example(("spec", "settings", "name"), RawScalar("2024-02-30"), "set", "validate", "")
+@example(("spec", "settings", "ipLimit"), RawScalar("!!int abc"), "set", "plan", "")
+@example(("spec", "settings", "temp"), RawScalar("!!float abc"), "set", "apply", "")
 def test_mutated_configuration(
     server: Any,
     tmp_path_factory: pytest.TempPathFactory,

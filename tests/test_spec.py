@@ -110,6 +110,19 @@ ERRORS = [
     ("prune_not_bool", 7, 10, 'prune: must be true or false, got string "false"'),
     ("safety_out_of_range", 8, 24, "maxArchivePercent: must be at most 100"),
     ("recursive_alias", 8, 14, "invalid YAML: an alias refers to itself"),
+    (
+        "impossible_date",
+        9,
+        11,
+        "invalid value '2024-02-30': day is out of range for month (quote it if it is meant",
+    ),
+    ("tagged_not_a_number", 9, 14, "invalid value 'abc': invalid literal for int()"),
+    (
+        "date_not_string",
+        9,
+        11,
+        "name: must be a string, got date 2024-01-01 (quote it to make it a string)",
+    ),
 ]
 
 
@@ -190,7 +203,7 @@ def test_problems_of_several_files_are_all_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load(b, a)
     assert [str(p) for p in info.value.problems] == [
-        f"{a}:7:20: temp: must be at least 0.0, got -1",
+        f"{a}:7:20: temp: must be at least 0, got -1",
         f'{b}:7:10: prune: must be true or false, got string "yes please"',
     ]
     assert "2 error(s)" in str(info.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import json
 from collections.abc import Iterable
@@ -30,6 +31,8 @@ _KINDS = {
 def yaml_type(value: Any) -> str:
     names = {
         bool: "boolean",
+        datetime.date: "date",
+        datetime.datetime: "timestamp",
         int: "integer",
         float: "number",
         str: "string",
@@ -42,11 +45,20 @@ def yaml_type(value: Any) -> str:
 
 
 def show(value: Any) -> str:
-    """A value as it would be written in YAML/JSON (true, not True)."""
+    """A value as it would be written in YAML/JSON (true, not True, 2024-01-01 for a date)."""
+    if isinstance(value, datetime.date):  # datetimes too: YAML reads unquoted dates as dates
+        return value.isoformat()
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def limit(bound: Any) -> str:
+    """A range limit as a person writes it: 1, not 1.0."""
+    if isinstance(bound, float) and bound.is_integer():
+        return str(int(bound))
+    return str(bound)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -104,14 +116,18 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
     if kind == "string_pattern_mismatch":
         return f"{field}: {_pattern_hint(field, loc)}, got {show(value)}"
     if kind in ("greater_than_equal", "greater_than"):
-        return f"{field}: must be at least {ctx.get('ge', ctx.get('gt'))}, got {show(value)}"
+        return f"{field}: must be at least {limit(ctx.get('ge', ctx.get('gt')))}, got {show(value)}"
     if kind in ("less_than_equal", "less_than"):
-        return f"{field}: must be at most {ctx.get('le', ctx.get('lt'))}, got {show(value)}"
+        return f"{field}: must be at most {limit(ctx.get('le', ctx.get('lt')))}, got {show(value)}"
     if kind == "string_too_short":
         return f"{field}: must not be empty"
     if kind in _KINDS:
         got = "null" if value is None else f"{yaml_type(value)} {show(value)}"
-        return f"{field}: must be {_KINDS[kind]}, got {got}"
+        # An unquoted 2024-01-01, 1.10 or yes is read by YAML as a date, number or boolean.
+        hint = (
+            " (quote it to make it a string)" if kind == "string_type" and value is not None else ""
+        )
+        return f"{field}: must be {_KINDS[kind]}, got {got}{hint}"
     return f"{field}: {error['msg']}"
 
 

@@ -81,9 +81,18 @@ class _Walker:
             return node.value  # most scalars: skip the constructor's bookkeeping
         try:
             return self.constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
+        except Exception as exc:  # any failure here is the value's fault
+            # PyYAML raises plain ValueError, KeyError or AttributeError for scalars its resolver
+            # or an explicit tag claimed but it cannot build: an impossible date (2024-02-30),
+            # "!!int abc", "!!bool maybe", "!!timestamp nope".
             line, col = _mark(node)
-            self.problems.append(Problem(self.doc.file, line, col, f"invalid value: {exc}"))
+            reason = getattr(exc, "problem", None) or str(exc) or type(exc).__name__
+            if isinstance(exc, KeyError | AttributeError):
+                reason = f"not a valid {node.tag.rsplit(':', 1)[-1]}"
+            hint = " (quote it if it is meant as text)" if node.tag != _STR_TAG else ""
+            self.problems.append(
+                Problem(self.doc.file, line, col, f"invalid value {node.value!r}: {reason}{hint}")
+            )
             return None
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
