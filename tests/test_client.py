@@ -567,3 +567,18 @@ def test_outcome_unknown_helper() -> None:
     assert not outcome_unknown(ApiError("x", 500, "m"))
     assert not outcome_unknown(TransportError("x", "m", outcome_unknown=False))
     assert outcome_unknown(TransportError("x", "m"))
+
+
+def test_tls_context_is_built_once_and_never_trusts_less() -> None:
+    import ssl
+
+    from botctl.client import _verify_for
+
+    shared = _verify_for("https://api.example.test/api/v1")
+    assert _verify_for("https://other.example.test/api/v1") is shared
+    assert shared.verify_mode == ssl.CERT_REQUIRED
+    assert shared.check_hostname
+    plain = _verify_for("http://127.0.0.1:8080/api/v1")
+    assert plain.verify_mode == ssl.CERT_REQUIRED
+    assert plain.check_hostname
+    assert plain.get_ca_certs() == []  # trusts nothing: it is never meant to be used
