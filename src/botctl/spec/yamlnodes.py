@@ -99,7 +99,10 @@ class _Walker:
         result: dict[str, Any] = {}
         written: set[str] = set()  # keys this mapping writes itself (not merged with "<<")
         for key_node, value_node, own in self._pairs(node):
-            key = self.value(key_node, (*path, "<key>"))
+            if key_node.tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
+                key = key_node.value  # nearly every key: a plain string, nothing to construct
+            else:
+                key = self.value(key_node, (*path, "<key>"))
             if not isinstance(key, str):
                 line, col = _mark(key_node)
                 self.problems.append(
