@@ -15,7 +15,6 @@ It also times the pure planning step for the whole configuration (CPU only).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import subprocess
@@ -30,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from botctl.console import run_async
 from botctl.diff import compute_plan
 from botctl.models import Live, LiveBot
 from botctl.pacing import RequestStats
@@ -192,12 +192,12 @@ def run_phases(ws: Workspace, counter: RequestCounter, args: argparse.Namespace)
     reads_min = args.keys + args.bots
     writes_first = args.bots * (1 + args.attributes)
     phases = []
-    _, seconds = timed(lambda: asyncio.run(make_plan(ws)))
+    _, seconds = timed(lambda: run_async(make_plan(ws)))
     n = counter.take()
     phases.append(Phase("plan", seconds, n["read"], n["write"], reads_min, 0))
 
     def apply_once() -> Any:
-        return asyncio.run(apply_unattended(ws))
+        return run_async(apply_unattended(ws))
 
     outcome, seconds = timed(apply_once)
     if outcome is None or not outcome.report.ok:

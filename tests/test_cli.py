@@ -144,3 +144,24 @@ def test_api_url_is_checked_before_any_request(tmp_path: Path, url: str, message
     result = invoke("plan", str(tmp_path), "--api-url", url, env={"BOTCTL_API_KEY": "k"})
     assert result.exit_code == 1
     assert message in result.output
+
+
+def test_run_async_never_formats_the_result() -> None:
+    """asyncio.run formats its finished main task (result included) when it restores the
+    SIGINT handler (CPython 3.11); a whole plan's repr is expensive, so run_async keeps it
+    out of the task."""
+    from botctl.console import run_async
+
+    class Counted:
+        calls = 0
+
+        def __repr__(self) -> str:
+            Counted.calls += 1
+            return "Counted()"
+
+    async def make() -> Counted:
+        return Counted()
+
+    result = run_async(make())
+    assert isinstance(result, Counted)
+    assert Counted.calls == 0
