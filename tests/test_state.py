@@ -103,3 +103,24 @@ def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
     assert holder is not None
     assert holder.since == "then"
     StateLock(path).acquire()
+
+
+def test_state_file_has_one_line_per_record(tmp_path: Path) -> None:
+    from botctl.state import render_json
+
+    data = {
+        "serial": 3,
+        "bots": {
+            "bot-1": {
+                "bot": "support",
+                "settings": {"name": "Süpport", "styles": {"theme": "dark"}},
+                "attributes": {"tier": {"name": "tier", "type": "text", "archived": False}},
+            }
+        },
+    }
+    text = render_json(data)
+    assert json.loads(text) == data
+    lines = text.splitlines()
+    assert '        "tier": {"name": "tier", "type": "text", "archived": false}' in lines
+    assert '        "styles": {"theme": "dark"}' in lines  # settings holds a mapping: expanded
+    assert '        "name": "Süpport",' in lines  # not \\u-escaped

@@ -112,12 +112,32 @@ def load_state(path: Path) -> State:
         ) from None
 
 
+# One encoder for every call: json.dumps builds a new one whenever an option is given.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def render_json(value: Any, depth: int = 0) -> str:
+    """JSON with one line per record: mappings that hold mappings are laid out one key per
+    line, and every other value, attribute records and settings groups included, is written
+    on a single line. Diffs stay per record, and it is some five times faster to write than
+    ``indent=2``, which turns off the C encoder (a 10,000-attribute state is rewritten every
+    second during an apply)."""
+    if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+        pad = "  " * (depth + 1)
+        lines = [
+            f"{pad}{_ENCODER.encode(key)}: {render_json(item, depth + 1)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(lines) + "\n" + "  " * depth + "}"
+    return _ENCODER.encode(value)
+
+
 def save_state(state: State, path: Path) -> None:
     """Atomically replace the state file, bumping the serial (creating the lineage if new)."""
     if state.lineage is None:
         state.lineage = str(uuid.uuid4())
     state.serial += 1
-    text = json.dumps(state.to_dict(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    text = render_json(state.to_dict()) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -144,7 +164,9 @@ class StateWriter:
         self.path = path
         self.interval = interval
         self._dirty = False
-        self._last_write = 0.0
+        self._last_write = float(
+            "-inf"
+        )  # the first record writes at once (monotonic time may be small)
 
     def record(self, op: Operation) -> None:
         self.state.apply_operation(op)
