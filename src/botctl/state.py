@@ -164,9 +164,8 @@ class StateWriter:
         self.path = path
         self.interval = interval
         self._dirty = False
-        self._last_write = float(
-            "-inf"
-        )  # the first record writes at once (monotonic time may be small)
+        # -inf, not 0: monotonic time starts near 0 at boot, and the first record must write.
+        self._last_write = float("-inf")
 
     def record(self, op: Operation) -> None:
         self.state.apply_operation(op)
