@@ -222,7 +222,7 @@ def _plan_declared_attribute(
     if current is None:
         # Unknown existence: update-or-create, so an attribute is never created twice.
         kind: OperationKind = "create_attribute" if confidence == "verified" else "ensure_attribute"
-        _add_attribute_change(bot, attr.name, "create", None, desired, confidence, kind, out)
+        _add_attribute_change(bot, attr.name, "create", None, desired, confidence, kind, out, attr)
         return
     if current.get("type") != attr.type:
         out.problems.append(
@@ -239,7 +239,7 @@ def _plan_declared_attribute(
     if bool(current.get("archived")) != attr.archived:
         action = "archive" if attr.archived else "unarchive"
     _add_attribute_change(
-        bot, attr.name, action, current, after, confidence, "update_attribute", out
+        bot, attr.name, action, current, after, confidence, "update_attribute", out, attr
     )
 
 
@@ -259,7 +259,9 @@ def _plan_undeclared_attribute(
         return
     # botctl created it and the YAML dropped it, or prune asks to retire strays.
     after = {**current, "archived": True}
-    _add_attribute_change(bot, name, "archive", current, after, confidence, "update_attribute", out)
+    _add_attribute_change(
+        bot, name, "archive", current, after, confidence, "update_attribute", out, None
+    )
 
 
 def _add_attribute_change(
@@ -271,6 +273,7 @@ def _add_attribute_change(
     confidence: Confidence,
     kind: OperationKind,
     out: _BotPlan,
+    declared: CustomAttribute | None,  # None: an attribute the YAML does not declare
 ) -> None:
     masked_before = mask_secrets(before, bot.secret_values)
     masked_after = mask_secrets(after, bot.secret_values)
@@ -286,13 +289,16 @@ def _add_attribute_change(
             confidence,
         )
     )
-    out.operations.append(_attribute_operation(bot, name, after, kind))
+    out.operations.append(_attribute_operation(bot, declared, name, after, kind))
 
 
 def _attribute_operation(
-    bot: BotSpec, name: str, after: dict[str, JsonValue], kind: OperationKind
+    bot: BotSpec,
+    declared: CustomAttribute | None,
+    name: str,
+    after: dict[str, JsonValue],
+    kind: OperationKind,
 ) -> Operation:
-    declared = next((a for a in bot.attributes if a.name == name), None)
     # State keeps what botctl manages: identity plus the declared fields (a label the YAML
     # does not declare is not botctl's, so a dashboard edit of it is not drift).
     if declared is not None:
