@@ -683,20 +683,3 @@ def test_examples_validate_against_the_schema() -> None:
     for doc in documents:
         errors = [e.message for e in validator.iter_errors(doc)]
         assert errors == [], errors
-
-
-def test_loading_leaves_the_cycle_collector_as_it_found_it() -> None:
-    import gc
-
-    assert gc.isenabled()
-    load(FIXTURES / "valid_minimal.yaml")
-    assert gc.isenabled()
-    with pytest.raises(ConfigError):
-        load(FIXTURES / "temp_too_high.yaml")
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        load(FIXTURES / "valid_minimal.yaml")
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

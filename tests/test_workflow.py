@@ -86,3 +86,26 @@ def test_verification_is_silent_when_values_cannot_be_read() -> None:
     )
     report = ApplyReport((OpResult(op, "applied"),))
     assert verify_applied(report, live(live_bot(settings={"name": "x"}))) == []
+
+
+def test_collector_paused_restores_what_it_found() -> None:
+    import gc
+
+    from botctl.workflow import collector_paused
+
+    def fail_while_paused() -> None:
+        with collector_paused():
+            assert not gc.isenabled()
+            raise RuntimeError
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        fail_while_paused()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()

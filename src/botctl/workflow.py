@@ -6,8 +6,10 @@ No printing here: progress goes to the callbacks the CLI passes, so the same flo
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+import gc
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +49,26 @@ class ApplyOutcome:
     not_taken: tuple[str, ...]  # values the service did not keep as sent
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Loading and planning allocate several objects per YAML value or change and keep them
+    all until they return, so the cycle collector would scan the ever larger heap again and
+    again and free nothing: a third of loading's time and half of planning's for 10,000
+    attributes. Reference counting frees memory as usual meanwhile."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load(ws: Workspace) -> Desired:
-    desired = load_desired(
-        list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
-    )
+    with collector_paused():
+        desired = load_desired(
+            list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
+        )
     ws.secrets.update(value for bot in desired.bots for value in bot.secret_values)
     if not ws.targets:
         return desired
@@ -85,7 +103,8 @@ async def make_plan(ws: Workspace) -> Plan:
     state = load_state(ws.state_path)
     async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
         live = await _read(desired.bots, clients, ws)
-    return compute_plan(desired, live, state, ws.policy)
+    with collector_paused():
+        return compute_plan(desired, live, state, ws.policy)
 
 
 def enforce_safety(plan: Plan, ws: Workspace) -> None:
@@ -103,7 +122,8 @@ async def make_drift(ws: Workspace) -> DriftReport:
     state = load_state(ws.state_path)
     async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
         live = await _read(desired.bots, clients, ws)
-    return compute_drift(desired, live, state)
+    with collector_paused():
+        return compute_drift(desired, live, state)
 
 
 async def run_apply(
@@ -125,7 +145,8 @@ async def run_apply(
         async with connect(refs_of(bots), ws.environ, ws.service) as clients:
             live = await _read(bots, clients, ws)
             if desired is not None:
-                plan = compute_plan(desired, live, state, ws.policy)
+                with collector_paused():
+                    plan = compute_plan(desired, live, state, ws.policy)
             else:
                 assert saved is not None
                 check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)

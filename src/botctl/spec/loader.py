@@ -7,10 +7,8 @@ across documents: duplicate ``metadata.name`` and ``chatbotId``. Never touches t
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +29,6 @@ SUFFIXES = (".yaml", ".yml")
 def load_desired(
     paths: Sequence[Path], *, environ: Mapping[str, str], allow_unknown_models: bool = False
 ) -> Desired:
-    with _collector_paused():
-        return _load(paths, environ, allow_unknown_models)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Loading allocates several objects per YAML value and keeps them all until it returns,
-    so the cycle collector would scan the ever larger heap again and again and free nothing
-    (a third of the time for 500 files). Reference counting frees memory as usual meanwhile."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _load(paths: Sequence[Path], environ: Mapping[str, str], allow_unknown_models: bool) -> Desired:
     problems: list[Problem] = []
     bots: list[tuple[BotSpec, LocatedDocument]] = []
     files = _files(paths, problems)
