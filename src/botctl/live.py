@@ -12,8 +12,9 @@ and one attribute-list read per chatbot that may exist, run concurrently within 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence, Set
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -43,6 +44,7 @@ _NESTED: dict[str, type[BaseModel]] = {
     "collectCustomerInformation": CollectCustomerInformation,
 }
 _LEAD_FIELDS = ("name", "email", "phone")
+_ATTRIBUTE_FIELDS = frozenset(CustomAttribute.model_fields)
 
 
 async def read_live(
@@ -167,7 +169,7 @@ def parse_attributes(
     """Attribute records → models by name; extra keys dropped, a malformed record an error."""
     parsed: dict[str, CustomAttribute] = {}
     for record in raw:
-        fields = _known(record, set(CustomAttribute.model_fields))
+        fields = _known(record, _ATTRIBUTE_FIELDS)
         try:
             attribute = CustomAttribute.model_validate(fields)
         except ValidationError as exc:
@@ -182,11 +184,13 @@ def parse_attributes(
     return parsed
 
 
+@functools.lru_cache(maxsize=1024)
 def _camel(key: str) -> str:
+    # Cached: the same few dozen keys come back in every record of every chatbot.
     return _SNAKE.sub(lambda m: m.group(1).upper(), key)
 
 
-def _known(record: Mapping[str, Any], allowed: set[str]) -> dict[str, Any]:
+def _known(record: Mapping[str, Any], allowed: Set[str]) -> dict[str, Any]:
     """Keys mapped to camelCase, kept when allowed and not null; a camelCase key wins over
     its snake_case twin, since it is the spelling the write uses."""
     out: dict[str, Any] = {}
