@@ -85,7 +85,14 @@ class RequestCounter:
         counts: Counter[str] = Counter()
         for method, n in self.stats.requests.items():
             counts["read" if method == "GET" else "write"] += n
+        if os.environ.get("BENCH_CPU"):
+            print(
+                f"  waited for the pacer {self.stats.pace_wait:.2f} s in all, "
+                f"{self.stats.retries} retries"
+            )
         self.stats.requests.clear()
+        self.stats.pace_wait = 0.0
+        self.stats.retries = 0
         return counts
 
 

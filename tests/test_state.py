@@ -26,9 +26,10 @@ def op(
     kind: OperationKind = "update_settings",
     key: str = "settings",
     record: dict[str, Any] | None = None,
+    chatbot_id: str = "bot-1",
 ) -> Operation:
     body = record or {"name": "A"}
-    return Operation("bot-1", "support", "BOTCTL_API_KEY", kind, key, body, body)
+    return Operation(chatbot_id, "support", "BOTCTL_API_KEY", kind, key, body, body)
 
 
 def test_missing_file_is_empty_state(tmp_path: Path) -> None:
@@ -124,3 +125,24 @@ def test_state_file_has_one_line_per_record(tmp_path: Path) -> None:
     assert '        "tier": {"name": "tier", "type": "text", "archived": false}' in lines
     assert '        "styles": {"theme": "dark"}' in lines  # settings holds a mapping: expanded
     assert '        "name": "Süpport",' in lines  # not \\u-escaped
+
+
+def test_writer_rerenders_only_what_changed_and_writes_the_same_file(tmp_path: Path) -> None:
+    """The writer's incremental rendering gives byte for byte what a full render gives."""
+    from botctl.state import render_json
+
+    path = tmp_path / "state.json"
+    existing = State()
+    existing.apply_operation(op(chatbot_id="bot-0", record={"name": "Old"}))
+    writer = StateWriter(existing, path, interval=3600)
+    for i in range(3):
+        writer.record(op(chatbot_id=f"bot-{i}", record={"name": f"N{i}"}))
+    writer.record(op(chatbot_id="bot-2", record={"temp": 0.5}))
+    writer.flush()
+    writer.record(op(chatbot_id="bot-1", record={"name": "Renamed"}))
+    writer.flush()
+    assert path.read_text() == render_json(existing.to_dict()) + "\n"
+    loaded = load_state(path)
+    assert loaded.bots["bot-1"].settings == {"name": "Renamed"}
+    assert loaded.bots["bot-2"].settings == {"name": "N2", "temp": 0.5}
+    assert loaded.bots["bot-0"].settings == {"name": "N0"}

@@ -25,6 +25,13 @@ class RequestStats:
     def total(self) -> int:
         return sum(self.requests.values())
 
+    def add(self, other: RequestStats) -> None:
+        """Fold another client's statistics into these."""
+        self.requests.update(other.requests)
+        self.retries += other.retries
+        self.pace_wait += other.pace_wait
+        self.backoff_wait += other.backoff_wait
+
 
 class Pacer:
     """Spaces requests of one client (one API key) evenly, and holds them all while the

@@ -127,8 +127,7 @@ async def connect(
         for client in clients.values():
             await client.aclose()
             if options.stats is not None:
-                options.stats.requests.update(client.stats.requests)
-                options.stats.retries += client.stats.retries
+                options.stats.add(client.stats)
 
 
 def _sandbox_app(db: str) -> Any:
