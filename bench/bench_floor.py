@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_reconcile import lower_bound, sandbox_process  # noqa: E402  (a sibling script)
+from bench_reconcile import idle_round_trip, lower_bound, sandbox_process
 
 KEY = "floor-key"
 BOTS = 50
@@ -46,18 +45,6 @@ async def bare_reads(api_url: str, reads: int, parallelism: int) -> float:
         return time.perf_counter() - started
 
 
-def idle_round_trip(api_url: str, samples: int = 50) -> float:
-    """Median time of one request at a time on a kept-alive connection."""
-    with httpx.Client(base_url=api_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
-        client.get("/chatbots/floor-0/custom-attributes")
-        times = []
-        for _ in range(samples):
-            started = time.perf_counter()
-            client.get("/chatbots/floor-0/custom-attributes").raise_for_status()
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reads", type=int, default=500)
@@ -67,18 +54,19 @@ def main() -> None:
     args = parser.parse_args()
     sandbox_args = argparse.Namespace(latency_ms=args.latency_ms, server_rate=0)
 
-    with tempfile.TemporaryDirectory(prefix="botctl-floor-") as tmp:
-        with sandbox_process(Path(tmp), sandbox_args, [KEY]) as url:
-            with httpx.Client(base_url=url) as admin:
-                for i in range(BOTS):
-                    body = {"id": f"floor-{i}", "account": KEY}
-                    admin.post("/_sandbox/chatbots", json=body).raise_for_status()
-            api_url = f"{url}/api/v1"
-            rtt = idle_round_trip(api_url)
-            runs = [
-                asyncio.run(bare_reads(api_url, args.reads, args.parallelism))
-                for _ in range(args.runs)
-            ]
+    with (
+        tempfile.TemporaryDirectory(prefix="botctl-floor-") as tmp,
+        sandbox_process(Path(tmp), sandbox_args, [KEY]) as url,
+    ):
+        with httpx.Client(base_url=url) as admin:
+            for i in range(BOTS):
+                body = {"id": f"floor-{i}", "account": KEY}
+                admin.post("/_sandbox/chatbots", json=body).raise_for_status()
+        api_url = f"{url}/api/v1"
+        rtt = idle_round_trip(api_url, KEY, "floor-0")
+        runs = [
+            asyncio.run(bare_reads(api_url, args.reads, args.parallelism)) for _ in range(args.runs)
+        ]
     latency = args.latency_ms / 1000
     bound = lower_bound(args.reads, args.reads, args.parallelism, latency, 0)
     print(
