@@ -128,10 +128,10 @@ class RenderedJson(str):
 
 def render_json(value: Any, depth: int = 0) -> str:
     """JSON with one line per record: mappings that hold mappings are laid out one key per
-    line, and every other value, attribute records and settings groups included, is written
-    on a single line. Diffs stay per record, and it is some five times faster to write than
-    ``indent=2``, which turns off the C encoder (a 10,000-attribute state is rewritten every
-    second during an apply)."""
+    line, and every other value (an attribute record, a settings group such as ``styles``)
+    is written on a single line. Diffs stay per record, and records go through the C encoder,
+    which ``indent=2`` turns off: a 10,000-attribute state renders in 30 ms instead of 52,
+    and it is rewritten every second during an apply."""
     if isinstance(value, RenderedJson):
         return value
     if isinstance(value, dict) and any(isinstance(v, dict | RenderedJson) for v in value.values()):

@@ -89,10 +89,9 @@ class _Walker:
             reason = getattr(exc, "problem", None) or str(exc) or type(exc).__name__
             if isinstance(exc, KeyError | AttributeError):
                 reason = f"not a valid {node.tag.rsplit(':', 1)[-1]}"
-            hint = " (quote it if it is meant as text)" if node.tag != _STR_TAG else ""
-            self.problems.append(
-                Problem(self.doc.file, line, col, f"invalid value {node.value!r}: {reason}{hint}")
-            )
+            # Never a plain string here (those returned above): quoting makes it one.
+            message = f"invalid value {node.value!r}: {reason} (quote it if it is meant as text)"
+            self.problems.append(Problem(self.doc.file, line, col, message))
             return None
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
