@@ -117,6 +117,7 @@ ERRORS = [
         "invalid value '2024-02-30': day is out of range for month (quote it if it is meant",
     ),
     ("tagged_not_a_number", 9, 14, "invalid value 'abc': invalid literal for int()"),
+    ("temp_not_finite", 9, 11, "temp: must be a finite number, got .nan"),
     (
         "date_not_string",
         9,

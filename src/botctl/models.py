@@ -29,7 +29,8 @@ DEFAULT_API_KEY_ENV = "BOTCTL_API_KEY"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # No NaN or infinity: YAML spells them .nan and .inf, and no setting means either.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class Styles(_Strict):

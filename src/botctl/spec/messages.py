@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,6 +49,8 @@ def show(value: Any) -> str:
     """A value as it would be written in YAML/JSON (true, not True, 2024-01-01 for a date)."""
     if isinstance(value, datetime.date):  # datetimes too: YAML reads unquoted dates as dates
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -119,6 +122,8 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
         return f"{field}: must be at least {limit(ctx.get('ge', ctx.get('gt')))}, got {show(value)}"
     if kind in ("less_than_equal", "less_than"):
         return f"{field}: must be at most {limit(ctx.get('le', ctx.get('lt')))}, got {show(value)}"
+    if kind == "finite_number":
+        return f"{field}: must be a finite number, got {show(value)}"
     if kind == "string_too_short":
         return f"{field}: must not be empty"
     if kind in _KINDS:
