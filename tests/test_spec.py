@@ -119,6 +119,12 @@ ERRORS = [
     ("tagged_not_a_number", 9, 14, "invalid value 'abc': invalid literal for int()"),
     ("temp_not_finite", 9, 11, "temp: must be a finite number, got .nan"),
     (
+        "control_character",
+        4,
+        12,
+        "invalid YAML: character #x0007: control characters are not allowed",
+    ),
+    (
         "date_not_string",
         9,
         11,

@@ -185,6 +185,12 @@ def parse_documents(text: str, file: str) -> tuple[list[LocatedDocument], list[P
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         reason = " ".join(filter(None, [exc.context, exc.problem]))
         problems.append(Problem(file, line, col, f"invalid YAML: {reason}"))
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by offset
+        before = text[: exc.position]
+        line, col = before.count("\n") + 1, exc.position - before.rfind("\n")
+        problems.append(
+            Problem(file, line, col, f"invalid YAML: character #x{exc.character:04x}: {exc.reason}")
+        )
     except yaml.YAMLError as exc:
         problems.append(Problem(file, 1, 1, f"invalid YAML: {exc}"))
     return documents, problems
