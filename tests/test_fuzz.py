@@ -67,6 +67,8 @@ RAW_SCALARS = [
     "0b2",
     "1_000",
     ".inf",
+    ".nan",
+    "a\x07b",
     "~",
     "yes",
     "!!timestamp nope",
@@ -91,7 +93,7 @@ VALUES = st.one_of(
     st.sampled_from(["gpt-4", "#zzz", "dark", "private", "9bad", "${UNSET_VAR}", "$${x}", "${"]),
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.sampled_from(["a", "modle"]), st.integers(), max_size=2),
-    st.sampled_from(RAW_SCALARS).map(lambda text: RawScalar(text)),
+    st.sampled_from(RAW_SCALARS).map(RawScalar),
 )
 LOCATED = re.compile(r"\.yaml:\d+:\d+: ")
 
