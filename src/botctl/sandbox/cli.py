@@ -7,9 +7,7 @@ from pathlib import Path
 import click
 
 from botctl import contract
-from botctl.sandbox.app import create_app
 from botctl.sandbox.config import READS_MODES, SandboxConfig, SandboxConfigError, parse_api_key
-from botctl.sandbox.server import bind_socket, is_loopback, make_server, url_of
 
 
 @click.group("sandbox")
@@ -57,6 +55,11 @@ def serve(
     allow_non_loopback: bool,
 ) -> None:
     """Serve the sandbox API under /api/v1 (and its admin API under /_sandbox)."""
+    # Imported here: every botctl command registers this one, and only it needs the server
+    # (starlette and uvicorn are a sixth of botctl's start-up).
+    from botctl.sandbox.app import create_app
+    from botctl.sandbox.server import bind_socket, is_loopback, make_server, url_of
+
     if not is_loopback(host) and not allow_non_loopback:
         # Any key is accepted as configured and the admin API needs none: not for a network.
         raise click.ClickException(
