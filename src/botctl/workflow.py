@@ -103,6 +103,10 @@ async def make_plan(ws: Workspace) -> Plan:
     state = load_state(ws.state_path)
     async with connect(refs_of(desired.bots), ws.environ, ws.service) as clients:
         live = await _read(desired.bots, clients, ws)
+    return _compute_plan(desired, live, state, ws)
+
+
+def _compute_plan(desired: Desired, live: Live, state: State, ws: Workspace) -> Plan:
     with collector_paused():
         return compute_plan(desired, live, state, ws.policy)
 
@@ -145,8 +149,7 @@ async def run_apply(
         async with connect(refs_of(bots), ws.environ, ws.service) as clients:
             live = await _read(bots, clients, ws)
             if desired is not None:
-                with collector_paused():
-                    plan = compute_plan(desired, live, state, ws.policy)
+                plan = _compute_plan(desired, live, state, ws)
             else:
                 assert saved is not None
                 check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)
