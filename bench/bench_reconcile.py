@@ -30,13 +30,14 @@ from typing import Any
 
 import httpx
 
-from botctl.console import run_async
-from botctl.diff import compute_plan
-from botctl.models import Live, LiveBot
-from botctl.pacing import RequestStats
-from botctl.service import ServiceOptions
-from botctl.state import State
-from botctl.workflow import Workspace, apply_unattended, load, make_plan
+from botctl.cli.console import run_async
+from botctl.models import Live, LiveBot, State
+from botctl.pipeline.flows import apply_unattended, make_plan
+from botctl.pipeline.workspace import Workspace, load
+from botctl.reconcile.diff import compute_plan
+from botctl.resources.settings import ChatbotSettings
+from botctl.service.options import ServiceOptions
+from botctl.service.pacing import RequestStats
 
 
 @dataclass
@@ -309,8 +310,7 @@ def planning_cpu(ws_desired_size: tuple[int, int], work: Path | None) -> None:
             bots={
                 b.chatbot_id: LiveBot(
                     chatbot_id=b.chatbot_id,
-                    settings_readable=True,
-                    settings={"name": "x"},
+                    settings=ChatbotSettings(name="x"),
                     attributes={a.name: a for a in b.attributes},
                 )
                 for b in desired.bots
@@ -319,7 +319,7 @@ def planning_cpu(ws_desired_size: tuple[int, int], work: Path | None) -> None:
         plan, plan_s = timed(lambda: compute_plan(desired, live, State()))
     print()
     print(
-        f"Planning CPU: {bots * attributes} attributes, {len(plan.changes)} changes: "
+        f"Planning CPU: {bots * attributes} attributes, {len(list(plan.changes()))} changes: "
         f"compute_plan {plan_s:.3f} s (loading and validating the YAML: {load_s:.3f} s)"
     )
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from botctl.models import BotSpec, ChatbotSettings, CustomAttribute, Desired, Live, LiveBot
-from botctl.state import BotRecord, State
+from botctl.models import BotRecord, BotSpec, Desired, Live, LiveBot, State
+from botctl.plan import BotRef, Operation, OperationKind
+from botctl.resources.attributes import CustomAttribute
+from botctl.resources.settings import ChatbotSettings
+
+REF = BotRef("support", "bot-1", "BOTCTL_API_KEY")
+
+
+def settings(values: dict[str, Any] | None = None) -> ChatbotSettings:
+    return ChatbotSettings.model_validate(values or {}, strict=False)
 
 
 def bot(
@@ -39,12 +47,12 @@ def live_bot(
     exists: bool = True,
 ) -> LiveBot:
     attrs = {a["name"]: CustomAttribute(**a) for a in attributes or []}
+    observed = ChatbotSettings.model_validate(settings or {}, strict=False)
     return LiveBot(
         chatbot_id=chatbot_id,
         exists=exists,
-        settings_readable=readable,
-        settings=settings or {},
-        attributes=attrs if attributes_readable else None,
+        settings=observed if readable and exists else None,
+        attributes=attrs if attributes_readable and exists else None,
     )
 
 
@@ -58,5 +66,23 @@ def state(
     attributes: dict[str, dict[str, Any]] | None = None,
     bot_name: str = "support",
 ) -> State:
-    record = BotRecord(bot=bot_name, settings=settings or {}, attributes=attributes or {})
+    record = BotRecord(
+        bot=bot_name,
+        settings=ChatbotSettings.model_validate(settings or {}, strict=False),
+        attributes={k: CustomAttribute(**v) for k, v in (attributes or {}).items()},
+    )
     return State(lineage="lineage-1", serial=3, bots={chatbot_id: record})
+
+
+def operation(
+    kind: OperationKind = "update_settings",
+    subject: str = "settings",
+    body: dict[str, Any] | None = None,
+    *,
+    record: dict[str, Any] | None = None,
+    ref: BotRef = REF,
+    fallback: dict[str, Any] | None = None,
+) -> Operation:
+    """An operation as a plan would hold it (without changes unless a test needs them)."""
+    body = body if body is not None else {"name": "A"}
+    return Operation(ref, kind, subject, body, record if record is not None else body, (), fallback)

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from botctl.apply import ApplyReport, OpResult, apply_plan
-from botctl.errors import ApiError, TransportError
-from botctl.plan import Operation, OperationKind, Plan
+from botctl.errors import AmbiguousApiError, ApiError, TransportError
+from botctl.plan import BotRef, Operation, OperationKind, Plan
+from botctl.reconcile.apply import ApplyReport, OpResult, apply_plan
+from tests.factories import operation
 
 ATTR = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
 
@@ -71,14 +72,18 @@ class FakeService:
         return list(self.attributes.get(chatbot_id, {}).values())
 
 
+def ref(chatbot_id: str = "b1") -> BotRef:
+    return BotRef(chatbot_id, chatbot_id, "KEY")
+
+
 def op(kind: OperationKind, chatbot_id: str = "b1", key: str = "tier") -> Operation:
     body: dict[str, Any] = {"name": "A"} if kind == "update_settings" else dict(ATTR)
-    return Operation(chatbot_id, chatbot_id, "KEY", kind, key, body, body)
+    return operation(kind, key, body, ref=ref(chatbot_id))
 
 
 def run(plan: Plan, service: FakeService) -> tuple[ApplyReport, list[OpResult]]:
     seen: list[OpResult] = []
-    report = asyncio.run(apply_plan(plan, {"KEY": service}, on_result=seen.append))
+    report = asyncio.run(apply_plan(plan, {"KEY": service}, on_result=seen.append, parallelism=8))
     return report, seen
 
 
@@ -89,7 +94,7 @@ def drop() -> TransportError:
 @pytest.mark.parametrize("reads", [True, False])
 @pytest.mark.parametrize(
     "fault",
-    [drop(), ApiError("create attribute tier", 500, "Internal server error")],
+    [drop(), AmbiguousApiError("create attribute tier", 500, "Internal server error")],
     ids=["dropped", "500"],
 )
 def test_uncertain_create_that_succeeded_is_not_repeated(reads: bool, fault: Exception) -> None:
@@ -123,7 +128,7 @@ def test_create_refused_for_certain_is_a_failure_not_a_retry() -> None:
 def ensure(name: str, managed: dict[str, Any]) -> Operation:
     create = {"name": name, "type": "text", "label": name, "archived": False}
     record = {"name": name, "type": "text", **managed}
-    return Operation("b1", "b1", "KEY", "ensure_attribute", name, managed, record, create)
+    return operation("ensure_attribute", name, managed, record=record, ref=ref(), fallback=create)
 
 
 def test_ensure_updates_managed_fields_when_it_exists_and_creates_on_404() -> None:
@@ -154,7 +159,7 @@ def test_one_bot_failing_does_not_stop_others_and_skips_its_rest() -> None:
         )
     )
     report, seen = run(plan, service)
-    statuses = {(r.operation.chatbot_id, r.operation.kind): r.status for r in report.results}
+    statuses = {(r.operation.bot.chatbot_id, r.operation.kind): r.status for r in report.results}
     assert statuses == {
         ("b1", "update_settings"): "failed",
         ("b1", "create_attribute"): "not_attempted",

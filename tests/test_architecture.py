@@ -1,94 +1,135 @@
-"""Imports point one way (ARCHITECTURE.md). A backwards edge fails here, naming it."""
+"""Imports point one way (ARCHITECTURE.md). The edges are derived from the code (every import,
+including those inside functions); an edge to a higher layer, or across to a sibling of the
+same rank, fails here naming it."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).parents[1] / "src" / "botctl"
 
-# module -> botctl modules it may import. Anything not listed may import nothing of botctl.
-ALLOWED: dict[str, set[str]] = {
-    "contract": set(),
-    "errors": set(),
-    "models": {"contract", "errors"},
-    "plan": {"models", "errors"},
-    "state": {"plan", "models", "errors"},
-    "masking": {"models"},
-    "diff": {"models", "plan", "state", "errors", "masking"},
-    "drift": {"diff", "models", "plan", "state", "errors", "masking"},
-    "render": {"plan", "drift", "models"},
-    "client": {"errors", "models", "contract", "retry", "pacing", "__init__"},
-    "retry": {"errors"},
-    "pacing": {"errors"},
-    "live": {"client", "models", "errors", "contract"},
-    "apply": {"plan", "errors", "client"},
-    "spec": {"models", "errors", "contract", "spec"},
-    "service": {"client", "contract", "errors", "models", "plan", "sandbox", "pacing"},
-    "workflow": {
-        "apply",
-        "client",
-        "spec",
-        "diff",
-        "drift",
-        "errors",
-        "live",
-        "models",
-        "plan",
-        "service",
-        "state",
-    },
-    "export": {"models"},
-    "demo": {"apply", "models", "render", "service", "workflow"},
-    "console": {"apply"},
-}
-ENTRY_POINTS = {"cli", "cli_more", "options", "__main__"}  # may import anything
+# Layers, top to bottom: a module may import its own package and any layer below its own.
+RANKS: list[set[str]] = [
+    {"__main__"},
+    {"cli"},
+    {"pipeline"},
+    {"render"},
+    {"reconcile"},
+    {"config", "service", "store"},  # siblings: none imports another
+    {"models"},
+    {"resources"},
+    {"plan"},
+    {"sandbox"},  # the service emulator: shares nothing with the client but the contract
+    {"contract", "errors", "values", "defaults", "__init__"},
+]
+RANK = {unit: i for i, units in enumerate(RANKS) for unit in units}
 
 
-def botctl_imports(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "botctl" and len(parts) > 1:
-                found.add(parts[1])
-    return found
-
-
-def module_of(path: Path) -> str:
+def unit_of(path: Path) -> str:
+    """The layer unit of a source file: its package under botctl/, or its module name."""
     rel = path.relative_to(SRC)
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def test_imports_point_one_way() -> None:
-    violations = []
-    for path in sorted(SRC.rglob("*.py")):
-        module = module_of(path)
-        if module in ENTRY_POINTS or module == "__init__":
-            continue
-        if module == "sandbox":
-            allowed = {"sandbox", "contract"}  # shares nothing with the client side
-        else:
-            allowed = ALLOWED.get(module, set()) | {module}
-        for imported in botctl_imports(path) - allowed - {"__init__"}:
-            if imported in {"__version__"}:
-                continue
-            violations.append(f"{path.relative_to(SRC.parent)} imports botctl.{imported}")
-    assert not violations, "backwards or unplanned imports:\n" + "\n".join(violations)
+def imported_units(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module == "botctl":
+            names = [f"botctl.{a.name}" for a in node.names]  # from botctl import contract
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "botctl":
+                unit = parts[1] if len(parts) > 1 else "__init__"
+                found.add("__init__" if unit == "__version__" else unit)
+    return found
+
+
+def test_every_unit_has_a_rank() -> None:
+    units = {unit_of(path) for path in SRC.rglob("*.py")}
+    assert units - set(RANK) == set(), "add new packages to RANKS and to ARCHITECTURE.md"
+
+
+def bad_edges(path: Path, unit: str) -> list[str]:
+    found = []
+    for imported in sorted(imported_units(path) - {unit}):
+        if RANK[imported] <= RANK[unit]:
+            where = "up" if RANK[imported] < RANK[unit] else "across"
+            found.append(f"{unit}/{path.name} imports botctl.{imported} ({where})")
+    return found
+
+
+def test_imports_point_down() -> None:
+    violations = [
+        edge for path in sorted(SRC.rglob("*.py")) for edge in bad_edges(path, unit_of(path))
+    ]
+    assert not violations, "imports against the layers:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize(
+    ("unit", "source", "expected"),
+    [
+        ("store", "from botctl.reconcile.diff import compute_plan", ["(up)"]),
+        ("service", "def f():\n    from botctl.store import state", ["(across)"]),
+        ("reconcile", "from botctl.store.state import load_state", []),
+    ],
+)
+def test_the_rule_catches_edges_up_and_across(
+    tmp_path: Path, unit: str, source: str, expected: list[str]
+) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(source + "\n")
+    assert [edge.rsplit(" ", 1)[1] for edge in bad_edges(probe, unit)] == expected
 
 
 def test_sandbox_and_client_share_no_code() -> None:
     for path in (SRC / "sandbox").rglob("*.py"):
-        assert botctl_imports(path) <= {"sandbox", "contract"}, path
-    for name in ("client.py", "live.py"):
-        assert "sandbox" not in botctl_imports(SRC / name)
+        assert imported_units(path) <= {"sandbox", "contract"}, path
+    for path in (SRC / "service").rglob("*.py"):
+        if path.name != "embedded.py":  # the in-process transport is the one way in
+            assert "sandbox" not in imported_units(path), path
 
 
-def test_only_diff_imports_deepdiff() -> None:
-    users = [p.name for p in SRC.rglob("*.py") if "deepdiff" in p.read_text()]
-    assert users == ["diff.py"]
+def test_only_the_detail_view_imports_deepdiff() -> None:
+    users = [
+        p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if "deepdiff" in p.read_text()
+    ]
+    assert users == ["reconcile/detail.py"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "absent"),
+    [
+        (["--help"], ("httpx", "deepdiff", "pydantic", "yaml")),
+        (["validate", "examples"], ("httpx", "deepdiff")),
+    ],
+)
+def test_light_commands_import_no_heavy_library(argv: list[str], absent: tuple[str, ...]) -> None:
+    """What `botctl --help` and `botctl validate` load (their start-up time is benchmarked in
+    bench/bench_startup.py; this pins what makes it)."""
+    probe = (
+        "import sys\n"
+        "from botctl.cli import cli\n"
+        f"try:\n    cli.main({argv!r}, standalone_mode=False)\n"
+        "except SystemExit:\n    pass\n"
+        "print('\\n' + __import__('json').dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=SRC.parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert loaded.isdisjoint(absent), sorted(loaded & set(absent))

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from botctl.cli import cli
-from botctl.spec import json_schema
+from botctl.config.document import json_schema
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 
@@ -150,7 +150,7 @@ def test_run_async_never_formats_the_result() -> None:
     """asyncio.run formats its finished main task (result included) when it restores the
     SIGINT handler (CPython 3.11); a whole plan's repr is expensive, so run_async keeps it
     out of the task."""
-    from botctl.console import run_async
+    from botctl.cli.console import run_async
 
     class Counted:
         calls = 0

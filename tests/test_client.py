@@ -15,16 +15,16 @@ from typing import Any
 import httpx
 import pytest
 
-from botctl.client import (
+from botctl.errors import (
     AmbiguousApiError,
+    ApiError,
     ReadsUnavailable,
-    RetryPolicy,
-    ServiceClient,
-    outcome_unknown,
+    ServiceError,
+    TransportError,
 )
-from botctl.errors import ApiError, ServiceError, TransportError
-from botctl.pacing import Pacer
-from botctl.retry import parse_reset, parse_retry_after
+from botctl.service.client import RetryPolicy, ServiceClient
+from botctl.service.pacing import Pacer
+from botctl.service.retry import parse_reset, parse_retry_after
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 BASE = "https://api.example.test/api/v1"
@@ -262,7 +262,7 @@ def test_5xx_on_create_is_ambiguous_and_not_retried(status: int) -> None:
     assert isinstance(error, AmbiguousApiError)
     assert isinstance(error, ApiError)
     assert error.status == status
-    assert outcome_unknown(error)
+    assert error.outcome_unknown
     assert "create attribute tier" in str(error)
     assert len(script.requests) == 1
 
@@ -291,7 +291,6 @@ def test_ambiguous_transport_failure_on_create_raises_at_once(
     error = catch(make(script), "create_attribute", "bot1", {"name": "tier", "type": "text"})
     assert isinstance(error, TransportError)
     assert error.outcome_unknown
-    assert outcome_unknown(error)
     assert error.chatbot_id == "bot1"
     assert len(script.requests) == 1
 
@@ -562,17 +561,17 @@ def test_the_key_appears_in_no_error_trace_or_repr(
     assert any("Bearer ***" in line for line in lines)
 
 
-def test_outcome_unknown_helper() -> None:
-    assert not outcome_unknown(ValueError())
-    assert not outcome_unknown(ApiError("x", 500, "m"))
-    assert not outcome_unknown(TransportError("x", "m", outcome_unknown=False))
-    assert outcome_unknown(TransportError("x", "m"))
+def test_outcome_unknown_lives_on_the_errors_that_have_it() -> None:
+    assert not ApiError("x", 500, "m").outcome_unknown
+    assert AmbiguousApiError("x", 500, "m").outcome_unknown
+    assert not TransportError("x", "m", outcome_unknown=False).outcome_unknown
+    assert TransportError("x", "m").outcome_unknown
 
 
 def test_tls_context_is_built_once_and_never_trusts_less() -> None:
     import ssl
 
-    from botctl.client import _verify_for
+    from botctl.service.client import _verify_for
 
     shared = _verify_for("https://api.example.test/api/v1")
     assert _verify_for("https://other.example.test/api/v1") is shared

@@ -6,21 +6,24 @@ from typing import Any
 
 import pytest
 
-from botctl.diff import compute_plan, same_value
 from botctl.errors import ImpossibleChangeError
-from botctl.masking import mask_secrets
-from botctl.models import Live
-from botctl.plan import FLAG_CUTS_OFF_USERS, SafetyPolicy
-from botctl.state import State
+from botctl.models import Live, State
+from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan
+from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.safety import SafetyPolicy
+from botctl.values import mask_secrets, same_value
 from tests.factories import bot, desired, live, live_bot, state
 
 TEXT: dict[str, Any] = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
 
 
-def _one(plan: Any) -> tuple[str, str, str, Any, Any]:
-    assert len(plan.changes) == 1, plan.changes
-    c = plan.changes[0]
-    return (c.key, c.action, c.confidence, c.before, c.after)
+def changes(plan: Plan) -> list[Change]:
+    return [change for _, change in plan.changes()]
+
+
+def _one(plan: Plan) -> tuple[str, str, str, Any, Any]:
+    (c,) = changes(plan)
+    return (c.path, c.action, c.confidence, c.before, c.after)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +57,7 @@ def test_settings_confidence_table(
         state(settings=state_settings) if state_settings is not None else State(),
     )
     if expected is None:
-        assert plan.changes == ()
+        assert changes(plan) == []
         assert plan.empty
     else:
         assert _one(plan) == expected
@@ -67,7 +70,7 @@ def test_only_changed_fields_are_sent_and_nested_objects_whole() -> None:
     )
     observed = {"name": "A", "temp": 0.5, "styles": {"theme": "dark", "buttonColor": "#000"}}
     plan = compute_plan(desired(spec), live(live_bot(settings=observed)), State())
-    assert [c.key for c in plan.changes] == ["styles.buttonColor", "temp"]
+    assert [c.path for c in changes(plan)] == ["styles.buttonColor", "temp"]
     (op,) = plan.operations
     assert op.kind == "update_settings"
     assert op.body == {"styles": {"theme": "dark", "buttonColor": "#fff"}, "temp": 0.2}
@@ -115,7 +118,7 @@ def test_attribute_transitions(
         live(live_bot(attributes=live_attrs or [], attributes_readable=live_attrs is not None)),
         state(attributes=managed),
     )
-    (change,) = plan.changes
+    (change,) = changes(plan)
     (op,) = plan.operations
     assert (change.action, op.kind, change.confidence) == (expected_action, kind, confidence)
     if op.kind == "update_attribute":
@@ -148,7 +151,7 @@ def test_dropped_managed_attribute_is_archived_unmanaged_is_reported() -> None:
         live(live_bot(attributes=live_attrs)),
         state(attributes={"tier": TEXT}),
     )
-    assert [(c.key, c.action) for c in plan.changes] == [("tier", "archive")]
+    assert [(c.path, c.action) for c in changes(plan)] == [("tier", "archive")]
     assert [u.name for u in plan.unmanaged] == ["stray"]
 
 
@@ -160,7 +163,7 @@ def test_prune_archives_unmanaged_but_not_archived_ones() -> None:
     plan = compute_plan(
         desired(bot(attributes=[], prune=True)), live(live_bot(attributes=live_attrs)), State()
     )
-    assert [(c.key, c.action) for c in plan.changes] == [("stray", "archive")]
+    assert [(c.path, c.action) for c in changes(plan)] == [("stray", "archive")]
     assert plan.unmanaged == ()
 
 
@@ -171,7 +174,7 @@ def test_redeclared_archived_attribute_is_unarchived_not_created() -> None:
         State(),
     )
     assert [op.kind for op in plan.operations] == ["update_attribute"]
-    assert plan.changes[0].action == "unarchive"
+    assert changes(plan)[0].action == "unarchive"
 
 
 def test_unknown_chatbot_is_a_plan_error() -> None:
@@ -185,13 +188,13 @@ def test_private_visibility_is_flagged() -> None:
         live(live_bot(settings={"visibility": "public"})),
         State(),
     )
-    assert plan.changes[0].flags == (FLAG_CUTS_OFF_USERS,)
+    assert changes(plan)[0].flags == (FLAG_CUTS_OFF_USERS,)
 
 
 def test_no_reads_no_state_sends_everything_then_state_converges() -> None:
     spec = bot(settings={"name": "A", "temp": 0.1}, attributes=[TEXT])
     first = compute_plan(desired(spec), Live(), State())
-    assert {c.confidence for c in first.changes} == {"unknown"}
+    assert {c.confidence for c in changes(first)} == {"unknown"}
     st = State()
     for op in first.operations:
         st.apply_operation(op)
@@ -202,7 +205,7 @@ def test_no_reads_no_state_sends_everything_then_state_converges() -> None:
 def test_secrets_are_masked_in_changes_but_not_in_operations() -> None:
     spec = bot(settings={"instructions": "token s3cr3t here"}, secret_values=frozenset({"s3cr3t"}))
     plan = compute_plan(desired(spec), Live(), State())
-    assert "s3cr3t" not in str(plan.to_dict())
+    assert "s3cr3t" not in str(plan.to_document())
     assert plan.operations[0].body["instructions"] == "token s3cr3t here"
     assert mask_secrets(["a s3cr3t"], frozenset({"s3cr3t"})) == ["a (secret)"]
 
@@ -211,7 +214,7 @@ def test_plan_is_deterministic_whatever_the_order() -> None:
     a, b = bot("a", "id-a", {"name": "x"}), bot("b", "id-b", {"name": "y"})
     one = compute_plan(desired(a, b), Live(), State())
     two = compute_plan(desired(b, a), Live(), State())
-    assert one.to_dict() == two.to_dict()
+    assert one.to_document() == two.to_document()
 
 
 def _many(n: int) -> list[dict[str, Any]]:
@@ -234,7 +237,7 @@ def test_archive_percentage_cap(active: int, archived: int, refused: bool) -> No
         live(live_bot(attributes=attrs)),
         state(attributes={a["name"]: a for a in attrs}),
     )
-    assert sum(c.action == "archive" for c in plan.changes) == archived
+    assert sum(c.action == "archive" for c in changes(plan)) == archived
     assert bool(plan.violations) is refused
 
 

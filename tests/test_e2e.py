@@ -327,7 +327,7 @@ def test_apply_without_terminal_refuses(bench: Bench) -> None:
 
 
 def test_locked_state_fails_fast(bench: Bench) -> None:
-    from botctl.state import StateLock
+    from botctl.store.lock import StateLock
 
     bench.write("bot.yaml", bot_yaml())
     with StateLock(bench.state_path):

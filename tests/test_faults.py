@@ -18,9 +18,10 @@ import httpx
 import pytest
 
 from botctl.errors import ServiceError
-from botctl.service import ServiceOptions
-from botctl.state import load_state
-from botctl.workflow import ApplyOutcome, Workspace, apply_unattended, make_plan
+from botctl.pipeline.flows import ApplyOutcome, apply_unattended, make_plan
+from botctl.pipeline.workspace import Workspace
+from botctl.service.options import ServiceOptions
+from botctl.store.state import load_state
 from tests.e2e_support import bot_yaml
 
 SCHEDULES = int(os.environ.get("BOTCTL_FAULT_SCHEDULES", "40"))
@@ -110,7 +111,7 @@ def apply_once(ws: Workspace) -> ApplyOutcome | ServiceError | None:
 
 def left_over(outcome: ApplyOutcome) -> set[tuple[str, str]]:
     return {
-        (r.operation.chatbot_id, r.operation.key)
+        (r.operation.bot.chatbot_id, r.operation.subject)
         for r in outcome.report.results
         if r.status != "applied"
     }
@@ -121,12 +122,12 @@ def assert_state_agrees(ws: Workspace, world: dict[str, Any]) -> None:
     bots = {b["id"]: b for b in world["chatbots"]}
     for chatbot_id, record in state.bots.items():
         live = bots[chatbot_id]
-        for key, value in record.settings.items():
+        for key, value in record.settings.json_fields.items():
             assert live["settings"].get(key) == value, (chatbot_id, key)
         attrs = {a["name"]: a for a in live["attributes"]}
         for name, recorded in record.attributes.items():
             assert name in attrs, (chatbot_id, name)
-            for field, value in recorded.items():
+            for field, value in recorded.to_json().items():
                 assert attrs[name].get(field) == value, (chatbot_id, name, field)
 
 
@@ -169,11 +170,11 @@ def test_random_fault_schedules(
             outcomes["reported left-over"] += 1
             # Exactly what is left: everything still to do was reported as not applied
             # (a failed write may have landed anyway, so the rest may be smaller).
-            planned = {(op.chatbot_id, op.key) for op in remaining.operations}
+            planned = {(op.bot.chatbot_id, op.subject) for op in remaining.operations}
             assert planned <= left_over(outcome), f"seed {seed}: {planned - left_over(outcome)}"
         else:
             outcomes["converged"] += 1
-            assert remaining.empty, f"seed {seed}: reported success but {remaining.changes}"
+            assert remaining.empty, f"seed {seed}: reported success but {remaining.operations}"
 
         admin.delete("/requests")
         rerun = apply_once(ws)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from botctl.state import load_state
+from botctl.store.state import load_state
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 ATTRS = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(6))

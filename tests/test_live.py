@@ -9,10 +9,17 @@ from typing import Any
 import httpx
 import pytest
 
-from botctl.client import RetryPolicy, ServiceClient
 from botctl.errors import ApiError, ServiceError
-from botctl.live import normalise_settings, read_live
-from botctl.models import BotSpec, CustomAttribute, Live
+from botctl.models import BotSpec, Live
+from botctl.resources.attributes import CustomAttribute
+from botctl.resources.settings import parse_live
+from botctl.service.client import RetryPolicy, ServiceClient
+from botctl.service.live import read_live
+
+
+def normalise_settings(record: dict[str, Any]) -> dict[str, Any]:
+    return parse_live(record).json_fields
+
 
 BASE = "https://api.example.test/api/v1"
 
@@ -73,7 +80,7 @@ def bot(chatbot_id: str, env: str = "BOTCTL_API_KEY") -> BotSpec:
 def read(bots: list[BotSpec], clients: dict[str, ServiceClient], **kwargs: Any) -> Live:
     async def main() -> Live:
         try:
-            return await read_live(bots, clients, **kwargs)
+            return await read_live(bots, clients, **{"concurrency": 8, **kwargs})
         finally:
             for client in clients.values():
                 await client.aclose()
@@ -146,8 +153,8 @@ def test_snake_case_records_normalise_to_camel_case_writable_fields(shape: Any) 
     live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
     got = live.bots["b1"]
     assert got.exists
-    assert got.settings_readable
-    assert got.settings == EXPECTED_SETTINGS
+    assert got.settings is not None
+    assert got.settings.json_fields == EXPECTED_SETTINGS
     assert got.attributes == {}
 
 
@@ -171,7 +178,9 @@ def test_record_id_keys(id_key: str) -> None:
     service = FakeService({"chatbots": [{id_key: "b1", "name": "N"}]})
     live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
     assert live.bots["b1"].exists
-    assert live.bots["b1"].settings == {"name": "N"}
+    settings = live.bots["b1"].settings
+    assert settings is not None
+    assert settings.json_fields == {"name": "N"}
 
 
 def test_attributes_parse_leniently() -> None:
@@ -198,7 +207,7 @@ def test_a_bot_missing_from_the_list_does_not_exist_and_is_not_read_further() ->
     service = FakeService({"chatbots": [{"id": "b1"}]})
     live = read([bot("b1"), bot("ghost")], {"BOTCTL_API_KEY": service.client()})
     ghost = live.bots["ghost"]
-    assert (ghost.exists, ghost.settings_readable, ghost.attributes) == (False, True, None)
+    assert (ghost.exists, ghost.settings, ghost.attributes) == (False, None, None)
     assert service.calls["/chatbots/ghost/custom-attributes"] == 0
     assert service.calls["/chatbots/b1/custom-attributes"] == 1
 
@@ -231,7 +240,7 @@ def test_without_a_chatbot_list_settings_are_unreadable_but_attributes_still_rea
     service = FakeService(None, {"b1": [{"name": "tier", "type": "text"}]}, list_status=status)
     live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
     got = live.bots["b1"]
-    assert (got.exists, got.settings_readable, got.settings) == (True, False, {})
+    assert (got.exists, got.settings) == (True, None)
     assert got.attributes == {"tier": CustomAttribute(name="tier", type="text")}
 
 
@@ -239,7 +248,7 @@ def test_without_any_reads_everything_is_unknown() -> None:
     service = FakeService(None, list_status=404, attr_status=404, attr_message="Not Found")
     live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
     got = live.bots["b1"]
-    assert (got.exists, got.settings_readable, got.attributes) == (True, False, None)
+    assert (got.exists, got.settings, got.attributes) == (True, None, None)
 
 
 def test_chatbot_not_found_on_attribute_read_propagates() -> None:

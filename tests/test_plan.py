@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from botctl.errors import PlanError
-from botctl.plan import plan_from_file_dict, plan_to_file_dict
+from botctl.store.planfile import plan_file_document, plan_from_document
 from tests.test_render import sample_plan
 
 
 def test_plan_file_roundtrip_is_exact() -> None:
     plan = sample_plan()
-    data = json.loads(json.dumps(plan_to_file_dict(plan)))
-    again = plan_from_file_dict(data)
+    data = json.loads(json.dumps(plan_file_document(plan)))
+    again = plan_from_document(data)
     assert again == plan
 
 
@@ -28,10 +28,10 @@ def test_plan_file_roundtrip_is_exact() -> None:
     ],
 )
 def test_plan_file_refused(mutate: Any, message: str) -> None:
-    data = json.loads(json.dumps(plan_to_file_dict(sample_plan())))
+    data = json.loads(json.dumps(plan_file_document(sample_plan())))
     mutate(data)
     with pytest.raises(PlanError, match=message):
-        plan_from_file_dict(data)
+        plan_from_document(data)
 
 
 def test_summary_counts_actions() -> None:

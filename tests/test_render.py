@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from botctl.diff import compute_plan
-from botctl.drift import compute_drift
+from botctl.models import State
 from botctl.plan import Plan
+from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.drift import compute_drift
 from botctl.render import render_drift, render_plan
-from botctl.state import State
 from tests.factories import bot, desired, live, live_bot, state
 
 GOLDEN = Path(__file__).parent / "golden"

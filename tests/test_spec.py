@@ -1,4 +1,4 @@
-"""The configuration loader (botctl.spec): one fixture per error, located as file:line:col;
+"""The configuration loader (botctl.config): one fixture per error, located as file:line:col;
 all problems at once; files, directories and documents; ${VAR} interpolation; the produced
 BotSpec; the checked-in examples and JSON Schema."""
 
@@ -13,19 +13,19 @@ import pytest
 import yaml
 
 from botctl import contract
+from botctl.config.document import json_schema
+from botctl.config.interpolate import InterpolationError, Interpolator
+from botctl.config.loader import load_desired
+from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import ConfigError, Problem
-from botctl.models import (
-    DEFAULT_API_KEY_ENV,
-    BotSpec,
+from botctl.models import BotSpec, Desired
+from botctl.resources.attributes import CustomAttribute
+from botctl.resources.settings import (
     ChatbotSettings,
     CollectCustomerInformation,
-    CustomAttribute,
-    Desired,
     LeadField,
     Styles,
 )
-from botctl.spec import json_schema, load_desired
-from botctl.spec.interpolate import InterpolationError, Interpolator
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "config"
@@ -643,7 +643,7 @@ def test_botspec_defaults() -> None:
     bot = one_bot(path)
     assert bot == BotSpec(name="support", chatbot_id="ckl123abc456", source=f"{path}:1")
     assert bot.api_key_env == DEFAULT_API_KEY_ENV == "BOTCTL_API_KEY"
-    assert bot.settings.to_json() == {}  # nothing managed
+    assert bot.settings.json_fields == {}  # nothing managed
     assert (bot.attributes, bot.prune, bot.max_archive_percent, bot.labels) == ((), False, None, {})
 
 

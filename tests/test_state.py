@@ -10,16 +10,11 @@ from typing import Any
 import pytest
 
 from botctl.errors import LockError, StateError
-from botctl.plan import Operation, OperationKind
-from botctl.state import (
-    State,
-    StateLock,
-    StateWriter,
-    break_lock,
-    load_state,
-    lock_path_for,
-    save_state,
-)
+from botctl.models import State
+from botctl.plan import BotRef, Operation, OperationKind
+from botctl.store.lock import StateLock, break_lock, lock_path_for
+from botctl.store.state import StateWriter, load_state, render_json, save_state, state_document
+from tests.factories import operation
 
 
 def op(
@@ -28,8 +23,8 @@ def op(
     record: dict[str, Any] | None = None,
     chatbot_id: str = "bot-1",
 ) -> Operation:
-    body = record or {"name": "A"}
-    return Operation(chatbot_id, "support", "BOTCTL_API_KEY", kind, key, body, body)
+    ref = BotRef("support", chatbot_id, "BOTCTL_API_KEY")
+    return operation(kind, key, record or {"name": "A"}, ref=ref)
 
 
 def test_missing_file_is_empty_state(tmp_path: Path) -> None:
@@ -47,8 +42,8 @@ def test_roundtrip_bumps_serial_and_keeps_lineage(tmp_path: Path) -> None:
     first = load_state(path)
     assert first.serial == 1
     assert first.lineage
-    assert first.bots["bot-1"].settings == {"name": "A"}
-    assert first.bots["bot-1"].attributes["tier"]["type"] == "text"
+    assert first.bots["bot-1"].settings.json_fields == {"name": "A"}
+    assert first.bots["bot-1"].attributes["tier"].type == "text"
     save_state(first, path)
     second = load_state(path)
     assert (second.serial, second.lineage) == (2, first.lineage)
@@ -59,7 +54,7 @@ def test_nested_settings_replace_whole(tmp_path: Path) -> None:
     st = State()
     st.apply_operation(op(record={"styles": {"theme": "dark", "buttonColor": "#fff"}}))
     st.apply_operation(op(record={"styles": {"theme": "light"}}))
-    assert st.bots["bot-1"].settings == {"styles": {"theme": "light"}}
+    assert st.bots["bot-1"].settings.json_fields == {"styles": {"theme": "light"}}
 
 
 @pytest.mark.parametrize(
@@ -82,9 +77,9 @@ def test_writer_coalesces_and_flushes(tmp_path: Path) -> None:
     writer = StateWriter(State(), path, interval=3600)
     writer.record(op())  # first record writes at once (nothing written yet)
     writer.record(op(record={"temp": 0.1}))  # coalesced
-    assert load_state(path).bots["bot-1"].settings == {"name": "A"}
+    assert load_state(path).bots["bot-1"].settings.json_fields == {"name": "A"}
     writer.flush()
-    assert load_state(path).bots["bot-1"].settings == {"name": "A", "temp": 0.1}
+    assert load_state(path).bots["bot-1"].settings.json_fields == {"name": "A", "temp": 0.1}
 
 
 def test_second_lock_fails_fast_naming_the_holder(tmp_path: Path) -> None:
@@ -107,8 +102,6 @@ def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
 
 
 def test_state_file_has_one_line_per_record(tmp_path: Path) -> None:
-    from botctl.state import render_json
-
     data = {
         "serial": 3,
         "bots": {
@@ -129,8 +122,6 @@ def test_state_file_has_one_line_per_record(tmp_path: Path) -> None:
 
 def test_writer_rerenders_only_what_changed_and_writes_the_same_file(tmp_path: Path) -> None:
     """The writer's incremental rendering gives byte for byte what a full render gives."""
-    from botctl.state import render_json
-
     path = tmp_path / "state.json"
     existing = State()
     existing.apply_operation(op(chatbot_id="bot-0", record={"name": "Old"}))
@@ -141,8 +132,8 @@ def test_writer_rerenders_only_what_changed_and_writes_the_same_file(tmp_path: P
     writer.flush()
     writer.record(op(chatbot_id="bot-1", record={"name": "Renamed"}))
     writer.flush()
-    assert path.read_text() == render_json(existing.to_dict()) + "\n"
+    assert path.read_text() == render_json(state_document(existing)) + "\n"
     loaded = load_state(path)
-    assert loaded.bots["bot-1"].settings == {"name": "Renamed"}
-    assert loaded.bots["bot-2"].settings == {"name": "N2", "temp": 0.5}
-    assert loaded.bots["bot-0"].settings == {"name": "N0"}
+    assert loaded.bots["bot-1"].settings.json_fields == {"name": "Renamed"}
+    assert loaded.bots["bot-2"].settings.json_fields == {"name": "N2", "temp": 0.5}
+    assert loaded.bots["bot-0"].settings.json_fields == {"name": "N0"}

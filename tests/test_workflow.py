@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from botctl.apply import ApplyReport, OpResult
 from botctl.errors import StalePlanError
-from botctl.plan import Dependency, Operation, Plan
-from botctl.workflow import check_fresh, verify_applied
-from tests.factories import live, live_bot
+from botctl.plan import Dependency, Plan
+from botctl.reconcile.apply import ApplyReport, OpResult
+from botctl.reconcile.freshness import check_fresh, verify_applied
+from tests.factories import live, live_bot, operation
 
 
 def plan_with(*deps: Dependency, serial: int | None = 3, lineage: str | None = "L") -> Plan:
@@ -55,17 +55,9 @@ def test_stale_plans_are_refused_saying_what_moved(
 
 
 def test_verification_reports_values_not_taken_as_sent() -> None:
-    settings = Operation(
-        "bot-1",
-        "support",
-        "K",
-        "update_settings",
-        "settings",
-        {"styles": {"buttonColor": "#ABCDEF"}},
-        {"styles": {"buttonColor": "#ABCDEF"}},
-    )
+    settings = operation(body={"styles": {"buttonColor": "#ABCDEF"}})
     attr = {"name": "tier", "type": "text", "label": "Tier  ", "archived": False}
-    create = Operation("bot-1", "support", "K", "create_attribute", "tier", attr, attr)
+    create = operation("create_attribute", "tier", attr)
     report = ApplyReport((OpResult(settings, "applied"), OpResult(create, "applied")))
     now = live(
         live_bot(
@@ -81,9 +73,7 @@ def test_verification_reports_values_not_taken_as_sent() -> None:
 
 
 def test_verification_is_silent_when_values_cannot_be_read() -> None:
-    op = Operation(
-        "bot-1", "support", "K", "update_settings", "settings", {"temp": 0.2}, {"temp": 0.2}
-    )
+    op = operation(body={"temp": 0.2})
     report = ApplyReport((OpResult(op, "applied"),))
     assert verify_applied(report, live(live_bot(settings={"name": "x"}))) == []
 
@@ -91,7 +81,7 @@ def test_verification_is_silent_when_values_cannot_be_read() -> None:
 def test_collector_paused_restores_what_it_found() -> None:
     import gc
 
-    from botctl.workflow import collector_paused
+    from botctl.pipeline.workspace import collector_paused
 
     def fail_while_paused() -> None:
         with collector_paused():

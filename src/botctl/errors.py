@@ -11,10 +11,14 @@ message (never a traceback) and exits with its ``exit_code``.
     │   ├── ImpossibleChangeError    the API cannot do what the YAML asks (e.g. type change)
     │   ├── StalePlanError           a saved plan no longer matches the service or the state
     │   └── SafetyCapError           the plan archives more than the configured caps allow
-    ├── ServiceError                 talking to the service failed
-    │   ├── ApiError                 the service answered with an error status
-    │   └── TransportError           no answer: unreachable, timed out, connection dropped
-    └── ApplyError                   some operations of an apply failed (the report says which)
+    └── ServiceError                 talking to the service failed
+        ├── ApiError                 the service answered with an error status
+        │   ├── ReadsUnavailable     this deployment does not offer that read
+        │   └── AmbiguousApiError    a create answered 5xx: it may have been applied
+        └── TransportError           no answer: unreachable, timed out, connection dropped
+
+A failed write that may nevertheless have been applied says so with ``outcome_unknown``: the
+apply engine looks before it repeats such a write.
 
 Exit code 2 is not an error: it means "changes or drift present" (plan --detailed-exitcode, drift).
 """
@@ -85,8 +89,14 @@ class SafetyCapError(PlanError):
     pass
 
 
+# How every message says that a failed write may have been applied anyway.
+MAY_HAVE_BEEN_APPLIED = "the change may have been applied"
+
+
 class ServiceError(BotctlError):
     """A failure talking to the service, located by chatbot and operation."""
+
+    outcome_unknown = False  # whether the request may have been applied despite the failure
 
     def __init__(self, operation: str, message: str, *, chatbot_id: str | None = None) -> None:
         self.operation = operation
@@ -116,8 +126,22 @@ class ApiError(ServiceError):
         super().__init__(operation, text, chatbot_id=chatbot_id)
 
 
+class ReadsUnavailable(ApiError):
+    """This deployment does not offer the read (404 not about the chatbot, 405, 501): botctl
+    then works from its state file."""
+
+    HINT = "this service offers no such read; botctl relies on its state file"
+
+
+class AmbiguousApiError(ApiError):
+    """A non-idempotent write (an attribute create) got a 5xx: it may have been applied."""
+
+    outcome_unknown = True
+
+
 class TransportError(ServiceError):
-    """No usable answer. ``outcome_unknown`` is true when the request may have been applied."""
+    """No usable answer. ``outcome_unknown`` is false only when the request certainly never
+    reached the service."""
 
     def __init__(
         self,
@@ -129,7 +153,3 @@ class TransportError(ServiceError):
     ) -> None:
         self.outcome_unknown = outcome_unknown
         super().__init__(operation, message, chatbot_id=chatbot_id)
-
-
-class ApplyError(BotctlError):
-    pass

@@ -1,104 +1,24 @@
-"""Canonical models shared by both sides of the diff: Desired (from YAML) and Live (from the
-service) use the same types, so the diff compares like with like.
+"""The three views of the same chatbots, built from each resource kind's model, so the diff
+compares like with like:
 
-Settings use the camelCase names of the settings update operation (contract 2.1-2.4). Every
-settings field is optional: ``None`` means "not managed" on the desired side and "not
-observable" on the live side. Identity keys: a chatbot by its ``chatbotId``, an attribute by
-``name`` within its chatbot.
+- ``Desired``: what the configuration declares (``BotSpec`` per chatbot);
+- ``Live``: what the service lets botctl observe right now (``LiveBot``);
+- ``State``: what botctl last applied (``BotRecord``), for what the service cannot read back.
+
+Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within its chatbot.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
-from botctl import contract
-
-JsonValue = Any  # a value as it appears in JSON: str, int, float, bool, None, list, dict
-
-Visibility = Literal["public", "private"]
-Theme = Literal["light", "dark"]
-Alignment = Literal["left", "right"]
-AttributeType = Literal["text", "number", "boolean", "date"]
-HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
-AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-
-DEFAULT_API_KEY_ENV = "BOTCTL_API_KEY"
-
-
-class _Strict(BaseModel):
-    # No NaN or infinity: YAML spells them .nan and .inf, and no setting means either.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
-
-
-class Styles(_Strict):
-    """Contract 2.3."""
-
-    theme: Theme | None = None
-    buttonColor: HexColour | None = None
-    displayName: str | None = None
-    alignChatButton: Alignment | None = None
-    userMessageColor: HexColour | None = None
-    autoOpenChatWindowAfter: NonNegativeInt | None = None
-
-
-class LeadField(_Strict):
-    """One field of the lead form (contract 2.4)."""
-
-    active: bool | None = None
-    label: str | None = None
-
-
-class CollectCustomerInformation(_Strict):
-    """Contract 2.4."""
-
-    title: str | None = None
-    name: LeadField | None = None
-    email: LeadField | None = None
-    phone: LeadField | None = None
-
-
-class ChatbotSettings(_Strict):
-    """The writable settings of a chatbot (contract 2.1), minus ``chatbotId``.
-
-    ``model`` is a plain string here: whether it must be one of the contract's list is a
-    policy of the loader (with an explicit opt-out), since the service's list moves often.
-    """
-
-    name: str | None = None
-    instructions: str | None = None
-    initialMessages: tuple[str, ...] | None = None
-    suggestedMessages: tuple[str, ...] | None = None
-    visibility: Visibility | None = None
-    domains: tuple[str, ...] | None = None
-    onlyAllowOnAddedDomains: bool | None = None
-    ipLimit: NonNegativeInt | None = None
-    ipLimitTimeframe: NonNegativeInt | None = None
-    ipLimitMessage: str | None = None
-    model: str | None = None
-    temp: Annotated[float, Field(ge=contract.TEMP_MIN, le=contract.TEMP_MAX)] | None = None
-    styles: Styles | None = None
-    collectCustomerInformation: CollectCustomerInformation | None = None
-
-    def to_json(self) -> dict[str, JsonValue]:
-        """The managed (or observed) fields as JSON, nested objects as dicts, lists as lists."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-
-class CustomAttribute(_Strict):
-    """Contract 2.8. On the desired side ``label``/``description`` of ``None`` are not managed
-    (a create still sends a label: the attribute's name)."""
-
-    name: AttributeName
-    type: AttributeType
-    label: str | None = None
-    description: str | None = None
-    archived: bool = False
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return self.model_dump(mode="json", exclude_none=True)
+from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.plan import BotRef, Operation
+from botctl.resources import attributes, settings
+from botctl.resources.attributes import CustomAttribute
+from botctl.resources.settings import ChatbotSettings
 
 
 class BotSpec(BaseModel):
@@ -119,6 +39,10 @@ class BotSpec(BaseModel):
     # Resolved values of ${VAR}s the user marked secret: masked wherever a plan is shown.
     secret_values: frozenset[str] = frozenset()
 
+    @property
+    def ref(self) -> BotRef:
+        return BotRef(self.name, self.chatbot_id, self.api_key_env)
+
 
 class Desired(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -130,18 +54,17 @@ class Desired(BaseModel):
 class LiveBot(BaseModel):
     """What the service lets botctl observe of one chatbot right now.
 
-    ``settings`` holds only the fields the read returned (others are not observable);
-    ``settings_readable`` is false when the chatbot list could not be read at all.
-    ``attributes`` is ``None`` when the attribute list could not be read.
-    ``exists`` is false when a successful chatbot list did not contain the chatbot.
+    ``settings`` is ``None`` when the chatbot list could not be read at all, and otherwise
+    holds the fields the read returned (others are not observable). ``attributes`` is ``None``
+    when the attribute list could not be read. ``exists`` is false when a successful chatbot
+    list did not contain the chatbot.
     """
 
     model_config = ConfigDict(frozen=True)
 
     chatbot_id: str
     exists: bool = True
-    settings_readable: bool = False
-    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    settings: ChatbotSettings | None = None
     attributes: dict[str, CustomAttribute] | None = None
 
 
@@ -151,13 +74,30 @@ class Live(BaseModel):
     bots: dict[str, LiveBot] = Field(default_factory=dict)  # by chatbot id
 
 
-def flatten(value: dict[str, JsonValue], prefix: str = "") -> dict[str, JsonValue]:
-    """Nested settings dict -> dotted leaf paths (``styles.buttonColor``); lists are leaves."""
-    flat: dict[str, JsonValue] = {}
-    for key, item in value.items():
-        path = f"{prefix}{key}"
-        if isinstance(item, dict):
-            flat.update(flatten(item, f"{path}."))
+@dataclass
+class BotRecord:
+    """What botctl last applied to one chatbot: the settings it sent, the attributes it
+    manages."""
+
+    bot: str  # metadata.name when last applied
+    settings: ChatbotSettings = field(default_factory=ChatbotSettings)
+    attributes: dict[str, CustomAttribute] = field(default_factory=dict)
+
+
+@dataclass
+class State:
+    lineage: str | None = None  # None until the first write creates the file
+    serial: int = 0
+    bots: dict[str, BotRecord] = field(default_factory=dict)  # by chatbot id
+
+    def record_for(self, chatbot_id: str) -> BotRecord | None:
+        return self.bots.get(chatbot_id)
+
+    def apply_operation(self, op: Operation) -> None:
+        """Fold one successful operation into the record (in memory)."""
+        record = self.bots.setdefault(op.bot.chatbot_id, BotRecord(bot=op.bot.name))
+        record.bot = op.bot.name
+        if op.resource == "settings":
+            record.settings = settings.fold(record.settings, op)
         else:
-            flat[path] = item
-    return flat
+            attributes.fold(record.attributes, op)

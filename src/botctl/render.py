@@ -11,13 +11,16 @@ import json
 from collections.abc import Callable, Iterable
 from itertools import groupby
 
-from botctl.drift import DriftReport, OutsideChange
-from botctl.models import JsonValue
-from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan
+from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, ItemChange, Operation, Plan
+from botctl.reconcile.drift import DriftReport, OutsideChange
+from botctl.resources.attributes import detail_lines
+from botctl.values import JsonValue
 
 SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+"}
+ITEM_SYMBOLS = {"add": "+", "remove": "-", "change": "~"}
 COLOURS = {"create": "32", "update": "33", "archive": "31", "unarchive": "32", "warn": "1;31"}
 FLAG_TEXT = {FLAG_CUTS_OFF_USERS: "may cut users off"}
+UNMANAGED_NOTE = "(not declared; archived only with prune)"
 
 
 class Style:
@@ -64,35 +67,30 @@ def _unified(before: JsonValue, after: JsonValue, indent: str) -> list[str]:
     return [f"{indent}{line}" for line in lines]
 
 
-def _change_lines(change: Change, style: Style) -> list[str]:
+def _item_line(item: ItemChange) -> str:
+    symbol = ITEM_SYMBOLS[item.op]
+    if item.op == "add":
+        return f"      {symbol} {item.where} {fmt(item.after)}"
+    if item.op == "remove":
+        return f"      {symbol} {item.where} {fmt(item.before)}"
+    return f"      {symbol} {item.where} {fmt(item.before)} -> {fmt(item.after)}"
+
+
+def change_lines(change: Change, style: Style) -> list[str]:
     symbol = style(SYMBOLS[change.action], COLOURS[change.action])
     flags = "".join(
         " " + style(f"[!] {FLAG_TEXT.get(flag, flag)}", COLOURS["warn"]) for flag in change.flags
     )
-    where = f"{change.resource} {change.key}"
+    where = f"{change.resource} {change.path}"
     if change.resource == "attribute":
         head = f"  {symbol} {change.action} {where}  ({change.confidence}){flags}"
-        return [head, *_attribute_detail(change)]
+        return [head, *(f"      {line}" for line in detail_lines(change, fmt))]
     if _is_multiline(change):
         head = f"  {symbol} {where}  ({change.confidence}){flags}"
         return [head, *_unified(change.before, change.after, "      ")]
     before = "(unknown)" if change.confidence == "unknown" else fmt(change.before)
-    return [f"  {symbol} {where}: {before} -> {fmt(change.after)}  ({change.confidence}){flags}"]
-
-
-def _attribute_detail(change: Change) -> list[str]:
-    after = change.after if isinstance(change.after, dict) else {}
-    before = change.before if isinstance(change.before, dict) else {}
-    lines = []
-    for key in ("type", "label", "description", "archived"):
-        if key not in after and key not in before:
-            continue
-        new, old = after.get(key), before.get(key)
-        if change.before is None:
-            lines.append(f"      {key}: {fmt(new)}")
-        elif old != new:
-            lines.append(f"      {key}: {fmt(old)} -> {fmt(new)}")
-    return lines
+    head = f"  {symbol} {where}: {before} -> {fmt(change.after)}  ({change.confidence}){flags}"
+    return [head, *(_item_line(item) for item in change.detail)]
 
 
 def render_text(plan: Plan, *, colour: bool = False) -> str:
@@ -101,34 +99,33 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     out.extend(f"warning: {w}" for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
     unmanaged_by_bot = {
-        bot: [u.name for u in group] for bot, group in groupby(plan.unmanaged, lambda u: u.bot)
+        name: [u.name for u in group]
+        for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
     }
-    for bot, changes in _by_bot(plan.changes):
+    for bot, ops in _by_bot(plan.operations):
         out.append("")
-        out.append(style(f"{bot} ({changes[0].chatbot_id})", "1"))
-        for change in changes:
-            out.extend(_change_lines(change, style))
-        for name in unmanaged_by_bot.pop(bot, []):
-            out.append(f"  ? unmanaged attribute {name} (not declared; archived only with prune)")
-    for bot, names in unmanaged_by_bot.items():
+        out.append(style(f"{bot.name} ({bot.chatbot_id})", "1"))
+        for op in ops:
+            for change in op.changes:
+                out.extend(change_lines(change, style))
+        for name in unmanaged_by_bot.pop(bot.name, []):
+            out.append(f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}")
+    for bot_name, names in unmanaged_by_bot.items():
         out.append("")
-        out.append(style(bot, "1"))
-        out.extend(
-            f"  ? unmanaged attribute {name} (not declared; archived only with prune)"
-            for name in names
-        )
+        out.append(style(bot_name, "1"))
+        out.extend(f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}" for name in names)
     if plan.empty:
         out.append("")
         out.append("No changes. The service matches the configuration.")
     return "\n".join(out) + "\n"
 
 
-def _by_bot(changes: Iterable[Change]) -> list[tuple[str, list[Change]]]:
-    return [(bot, list(group)) for bot, group in groupby(changes, lambda c: c.bot)]
+def _by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
+    return [(bot, list(ops)) for bot, ops in groupby(operations, lambda op: op.bot)]
 
 
 def render_json(plan: Plan, *, colour: bool = False) -> str:
-    return json.dumps(plan.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(plan.to_document(), indent=2, ensure_ascii=False) + "\n"
 
 
 def render_markdown(plan: Plan, *, colour: bool = False) -> str:
@@ -136,15 +133,17 @@ def render_markdown(plan: Plan, *, colour: bool = False) -> str:
     flagged = plan.flagged(FLAG_CUTS_OFF_USERS)
     if flagged:
         out.append("> [!WARNING]")
-        out.extend(f"> `{c.bot}` {c.key} -> {fmt(c.after)} may cut users off" for c in flagged)
+        out.extend(
+            f"> `{bot.name}` {c.path} -> {fmt(c.after)} may cut users off" for bot, c in flagged
+        )
         out.append("")
     out.extend(f"- warning: {w}" for w in plan.warnings)
     out.extend(f"- **safety cap exceeded**: {v}" for v in plan.violations)
-    if plan.changes:
+    if not plan.empty:
         out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
         out.extend(
-            f"| {c.bot} | {c.action} | {c.resource} | `{c.key}` | {c.confidence} |"
-            for c in plan.changes
+            f"| {bot.name} | {c.action} | {c.resource} | `{c.path}` | {c.confidence} |"
+            for bot, c in plan.changes()
         )
         out += ["", "<details><summary>Details</summary>", "", "```diff"]
         out.extend(render_text(plan).rstrip("\n").splitlines()[1:])
@@ -175,8 +174,8 @@ def _outside_line(change: OutsideChange) -> str:
         last = {k: last.get(k) for k in moved}
         now = {k: now.get(k) for k in moved}
     elif now is None and change.resource == "attribute":
-        return f"  ! attribute {change.key}: last applied, now missing from the service"
-    return f"  ! {change.resource} {change.key}: last applied {fmt(last)}, now {fmt(now)}"
+        return f"  ! attribute {change.path}: last applied, now missing from the service"
+    return f"  ! {change.resource} {change.path}: last applied {fmt(last)}, now {fmt(now)}"
 
 
 def drift_summary(report: DriftReport) -> str:
@@ -194,21 +193,22 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     out = [drift_summary(report)]
     if report.changed_outside:
         out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
-        out.extend(f"{c.bot}:{_outside_line(c)}" for c in report.changed_outside)
+        out.extend(f"{c.bot.name}:{_outside_line(c)}" for c in report.changed_outside)
     if report.pending:
         out += ["", style("Pending (the configuration differs from the last apply):", "1")]
-        for bot, changes in _by_bot(report.pending):
-            out.append(f"{bot}:")
-            for change in changes:
-                out.extend(_change_lines(change, style))
+        for bot, ops in _by_bot(report.pending):
+            out.append(f"{bot.name}:")
+            for op in ops:
+                for change in op.changes:
+                    out.extend(change_lines(change, style))
     if report.unmanaged:
         out += ["", style("Unmanaged live attributes:", "1")]
-        out.extend(f"{u.bot}:  ? {u.name}" for u in report.unmanaged)
+        out.extend(f"{u.bot.name}:  ? {u.name}" for u in report.unmanaged)
     return "\n".join(out) + "\n"
 
 
 def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(report.to_document(), indent=2, ensure_ascii=False) + "\n"
 
 
 def render_drift_markdown(report: DriftReport, *, colour: bool = False) -> str:

@@ -1,0 +1,69 @@
+"""botctl's command line: one module per command; each parses its options, calls the pipeline,
+renders, and returns its exit code. The only package that prints or exits.
+
+Exit codes: 0 success / in sync, 1 error, 2 changes or drift present (``plan
+--detailed-exitcode``, ``drift``). Each command imports what it needs when it runs, so
+``botctl --help`` and ``botctl validate`` never load the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from botctl import __version__
+from botctl.cli.apply import apply
+from botctl.cli.console import err
+from botctl.cli.demo import demo
+from botctl.cli.drift import drift
+from botctl.cli.export import export
+from botctl.cli.plan import plan
+from botctl.cli.schema import schema
+from botctl.cli.unlock import unlock
+from botctl.cli.validate import validate
+from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
+from botctl.sandbox.cli import sandbox
+
+
+class BotctlGroup(click.Group):
+    """Turns expected failures into a message and exit code 1 (never a traceback), and keeps
+    exit code 2 for "changes present" by mapping click's usage errors to 1."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Abort:
+            err("Aborted: nothing was applied.")
+            sys.exit(EXIT_ERROR)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(EXIT_ERROR)
+        except BotctlError as exc:
+            err(f"error: {exc}")
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+@click.group(cls=BotctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="botctl")
+def cli() -> None:
+    """Chatbot settings and custom contact attributes as code.
+
+    Write each chatbot's desired state in YAML, review a plan, apply it, and catch changes
+    made outside git (drift). Start with `botctl demo`, which runs the whole loop against the
+    embedded sandbox, offline.
+
+    \b
+    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present.
+    """
+
+
+for _command in (validate, plan, apply, drift, export, schema, demo, unlock, sandbox):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    cli()

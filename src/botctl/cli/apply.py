@@ -1,0 +1,113 @@
+"""``botctl apply``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from botctl.cli.console import Progress, colour_enabled, err, run_async
+from botctl.cli.options import (
+    ALLOW_UNKNOWN_MODELS,
+    PATHS,
+    TARGETS,
+    safety_options,
+    service_options,
+    workspace,
+)
+from botctl.errors import EXIT_ERROR, EXIT_OK
+
+if TYPE_CHECKING:
+    from botctl.plan import Plan
+
+
+@click.command()
+@PATHS
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Apply this saved plan exactly as reviewed; refused if the service or state moved.",
+)
+@click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="Wait this long for another apply's state lock (default: fail at once).",
+)
+@ALLOW_UNKNOWN_MODELS
+@TARGETS
+@service_options
+@safety_options
+def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
+    """Apply the configuration (or a saved plan) to the service.
+
+    Shows the plan and asks for confirmation on a terminal; without a terminal it refuses
+    unless --auto-approve or --plan. Each operation is printed as it completes; state records
+    every applied operation, so a re-run does only what is left.
+
+    \b
+    Examples:
+      botctl apply bots/                       # shows the plan, asks
+      botctl apply bots/ --auto-approve        # in CI on merge
+      botctl apply --plan plan.json            # exactly what was reviewed, or nothing
+    """
+    from botctl.pipeline.flows import run_apply
+    from botctl.render import render_plan
+    from botctl.store.planfile import read_plan_file
+
+    saved = None
+    if plan_file is not None:
+        if params.get("paths") or params.get("targets"):
+            raise click.UsageError(
+                "apply --plan takes no PATH or --target: the plan is applied as reviewed"
+            )
+        saved = read_plan_file(plan_file)
+        params["paths"] = (plan_file,)
+    elif not auto_approve and not sys.stdin.isatty():
+        raise click.UsageError(
+            "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
+            "`botctl apply --plan FILE` (made by `botctl plan --out FILE`)"
+        )
+    ws = workspace(params)
+    colour = colour_enabled()
+
+    def confirm(p: Plan) -> bool:
+        if saved is not None or auto_approve:
+            return True
+        if click.confirm("\nApply these changes?", default=False):
+            return True
+        click.echo("Cancelled: nothing was applied.")
+        return False
+
+    progress = Progress(live=colour_enabled(sys.stdout))
+
+    def show(p: Plan) -> None:
+        click.echo(render_plan(p, "text", colour=colour), nl=False)
+        progress.total = len(p.operations)
+
+    outcome = run_async(
+        run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line)
+    )
+    if outcome is None:
+        return EXIT_OK
+    progress.finish()
+    report = outcome.report
+    for note in outcome.not_taken:
+        err(f"warning: {note}")
+    click.echo(
+        f"\nApply {'complete' if report.ok else 'incomplete'}: {report.count('applied')} "
+        f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "
+        "attempted."
+    )
+    if not report.ok:
+        err(
+            "error: some operations failed (listed above); the state file records what was "
+            "applied, so re-running `botctl apply` does only what is left."
+        )
+        return EXIT_ERROR
+    return EXIT_OK

@@ -1,0 +1,77 @@
+"""``botctl export``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from botctl.cli.console import err, run_async
+from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.errors import EXIT_ERROR, EXIT_OK
+
+
+@click.command()
+@click.argument("chatbot_ids", nargs=-1)
+@click.option("--all", "export_all", is_flag=True, help="Every chatbot of the key's account.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write one DIR/<name>.yaml per chatbot (never overwrites); default: standard output.",
+)
+@click.option(
+    "--api-key-env",
+    default=DEFAULT_API_KEY_ENV,
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable holding the account's API key.",
+)
+@click.option(
+    "--api-url",
+    envvar="BOTCTL_API_URL",
+    metavar="URL",
+    help="Service base URL ending in /api/v1 [env BOTCTL_API_URL].",
+)
+@click.option("--sandbox", is_flag=True, help="Export from the embedded sandbox.")
+def export(
+    chatbot_ids: tuple[str, ...],
+    export_all: bool,
+    out: Path | None,
+    api_key_env: str,
+    api_url: str | None,
+    sandbox: bool,
+) -> int:
+    """Write YAML for existing chatbots from what the service lets botctl read.
+
+    Settings that cannot be read are listed in a comment of each document. Review, then
+    commit: from there on, botctl manages what the documents declare.
+    """
+    from botctl.config.export import export_document, handle_for
+    from botctl.pipeline.flows import read_for_export
+    from botctl.service.options import ServiceOptions
+
+    if bool(chatbot_ids) == export_all:
+        raise click.UsageError("give CHATBOT_ID... or --all (not both)")
+    options = ServiceOptions(api_url=api_url, sandbox=sandbox)
+    bots = run_async(read_for_export(list(chatbot_ids), api_key_env, os.environ, options))
+    taken: set[str] = set()
+    documents = [
+        (
+            handle := handle_for(b.chatbot_id, b.settings, taken),
+            export_document(b, handle, api_key_env),
+        )
+        for b in bots
+    ]
+    if out is None:
+        click.echo("---\n".join(text for _, text in documents), nl=False)
+        return EXIT_OK
+    out.mkdir(parents=True, exist_ok=True)
+    for handle, text in documents:
+        target = out / f"{handle}.yaml"
+        if target.exists():
+            err(f"error: {target} exists; not overwritten (remove it or choose another --out)")
+            return EXIT_ERROR
+        target.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {target}")
+    return EXIT_OK

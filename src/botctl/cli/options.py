@@ -1,0 +1,146 @@
+"""Command-line options shared by several commands, each defined once, and the Workspace
+they build. Light to import: defaults come from ``botctl.defaults``, and everything else is
+imported when a command runs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from botctl.cli.console import err
+from botctl.defaults import DEFAULT_MAX_ARCHIVES, DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
+
+if TYPE_CHECKING:
+    from botctl.pipeline.workspace import Workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+FORMATS = click.Choice(["text", "json", "markdown"])
+
+
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click decorators as one, applied in the order written."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+ALLOW_UNKNOWN_MODELS = click.option(
+    "--allow-unknown-models",
+    is_flag=True,
+    envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
+    help="Accept a settings model missing from botctl's list (a warning, not an "
+    "error): for models the service released after this botctl.",
+)
+TARGETS = click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="NAME",
+    help="Only the chatbot with this metadata.name (repeatable).",
+)
+STATE = click.option(
+    "--state",
+    "state_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="BOTCTL_STATE",
+    default=DEFAULT_STATE_PATH,
+    show_default=True,
+    help="State file: what botctl last applied [env BOTCTL_STATE].",
+)
+FORMAT = click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+
+config_options = stack(PATHS, ALLOW_UNKNOWN_MODELS, TARGETS)
+service_options = stack(
+    click.option(
+        "--api-url",
+        envvar="BOTCTL_API_URL",
+        metavar="URL",
+        help="Service base URL ending in /api/v1 [env BOTCTL_API_URL]. Keys come from "
+        "BOTCTL_API_KEY or each document's apiKeyEnv, never from the command line.",
+    ),
+    click.option(
+        "--sandbox",
+        is_flag=True,
+        help="Target the embedded sandbox (.botctl/sandbox.db) instead of a real service; "
+        "chatbots of the configuration are created there on first use.",
+    ),
+    STATE,
+    click.option(
+        "--parallelism",
+        type=click.IntRange(1, 64),
+        default=DEFAULT_PARALLELISM,
+        show_default=True,
+        help="Chatbots processed at once.",
+    ),
+    click.option(
+        "--rate-limit",
+        type=click.FloatRange(0),
+        default=0.0,
+        metavar="N",
+        help="Client-side pace: at most N requests per second per API key (0 = off).",
+    ),
+    click.option("--debug", is_flag=True, help="Trace HTTP requests to stderr (key masked)."),
+)
+safety_options = stack(
+    click.option(
+        "--force",
+        is_flag=True,
+        help="Accept a plan that exceeds the safety caps (archiving more than 30% of a "
+        "chatbot's attributes, when it has at least 10, or more than --max-archives).",
+    ),
+    click.option(
+        "--max-archives",
+        type=click.IntRange(0),
+        default=DEFAULT_MAX_ARCHIVES,
+        show_default=True,
+        envvar="BOTCTL_MAX_ARCHIVES",
+        help="Most attributes one run may archive across all chatbots.",
+    ),
+)
+
+
+def workspace(params: dict[str, Any]) -> Workspace:
+    """The run's configuration from the options of the command."""
+    from botctl.pipeline.workspace import Workspace
+    from botctl.reconcile.safety import SafetyPolicy
+    from botctl.service.options import ServiceOptions
+    from botctl.values import mask_secrets
+
+    if not params.get("paths"):
+        raise click.UsageError(
+            "give the configuration: one or more YAML files or directories, e.g. "
+            "`botctl plan bots/`"
+        )
+    secrets: set[str] = set()
+    trace = (
+        (lambda line: err(f"debug: {mask_secrets(line, frozenset(secrets))}"))
+        if params.get("debug")
+        else None
+    )
+    return Workspace(
+        secrets=secrets,
+        paths=params["paths"],
+        environ=os.environ,
+        state_path=params.get("state_path") or DEFAULT_STATE_PATH,
+        service=ServiceOptions(
+            api_url=params.get("api_url"),
+            sandbox=bool(params.get("sandbox")),
+            rate_limit=params.get("rate_limit") or 0.0,
+            trace=trace,
+        ),
+        targets=tuple(params.get("targets") or ()),
+        allow_unknown_models=bool(params.get("allow_unknown_models")),
+        parallelism=params.get("parallelism") or DEFAULT_PARALLELISM,
+        lock_timeout=params.get("lock_timeout") or 0.0,
+        policy=SafetyPolicy(max_archives=params.get("max_archives", DEFAULT_MAX_ARCHIVES)),
+        force=bool(params.get("force")),
+    )

@@ -1,0 +1,1 @@
+"""The configuration: YAML documents of kind Chatbot -> Desired (see README "Configuration")."""

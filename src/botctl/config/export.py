@@ -1,0 +1,74 @@
+"""Live chatbots -> YAML documents of botctl's format, so a team can adopt bots that exist.
+
+Pure: it formats what was read. Settings the service does not let botctl read are listed in a
+comment of each document, so nobody mistakes "not exported" for "not set".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.models import LiveBot
+from botctl.resources.settings import ChatbotSettings
+
+SCHEMA_LINE = "# yaml-language-server: $schema=../schemas/botctl.schema.json"
+
+
+def handle_for(chatbot_id: str, settings: ChatbotSettings | None, taken: set[str]) -> str:
+    """A metadata.name from the chatbot's name (or id), unique among ``taken``."""
+    name = settings.name if settings is not None else None
+    base = re.sub(r"[^a-z0-9]+", "-", str(name or chatbot_id).lower()).strip("-")
+    base = base or re.sub(r"[^a-z0-9]+", "-", chatbot_id.lower()).strip("-") or "chatbot"
+    if not base[0].isalnum():
+        base = f"bot-{base}"
+    handle, n = base, 2
+    while handle in taken:
+        handle, n = f"{base}-{n}", n + 1
+    taken.add(handle)
+    return handle
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
+    spec: dict[str, Any] = {"chatbotId": bot.chatbot_id}
+    if api_key_env != DEFAULT_API_KEY_ENV:
+        spec["apiKeyEnv"] = api_key_env
+    observed = bot.settings.json_fields if bot.settings is not None else {}
+    if observed:
+        spec["settings"] = observed
+    attributes = sorted((bot.attributes or {}).values(), key=lambda a: a.name)
+    if attributes:
+        spec["customAttributes"] = [
+            {k: v for k, v in a.to_json().items() if k != "archived" or v} for a in attributes
+        ]
+    spec["prune"] = False
+    document = {
+        "apiVersion": "botctl/v1",
+        "kind": "Chatbot",
+        "metadata": {"name": handle},
+        "spec": spec,
+    }
+    unread = [name for name in ChatbotSettings.model_fields if name not in observed]
+    lines = [SCHEMA_LINE, f"# Exported from chatbot {bot.chatbot_id}."]
+    if unread:
+        lines.append("# Not readable from the service, so not exported (add them to manage them):")
+        lines.append("#   " + ", ".join(unread))
+    if bot.attributes is None:
+        lines.append("# The attribute list could not be read: customAttributes not exported.")
+    body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return "\n".join(lines) + "\n" + body

@@ -1,0 +1,14 @@
+"""botctl's defaults, each defined once. A plain module (no imports) so that the command line
+can show them in --help without loading anything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_API_KEY_ENV = "BOTCTL_API_KEY"  # where a document's API key lives unless it says
+DEFAULT_STATE_PATH = Path(".botctl/state.json")
+DEFAULT_SANDBOX_DB = Path(".botctl/sandbox.db")
+DEFAULT_PARALLELISM = 8  # chatbots processed at once (reads and writes)
+DEFAULT_MAX_ARCHIVES = 50  # attributes one run may archive, across all chatbots
+DEFAULT_MAX_ARCHIVE_PERCENT = 30.0  # of one chatbot's active attributes (when it has >= 10)
+DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds

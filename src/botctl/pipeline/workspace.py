@@ -1,0 +1,58 @@
+"""A run's configuration (``Workspace``) and the first stage every command shares: loading the
+configuration and selecting the chatbots it covers."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from botctl.config.loader import load_desired
+from botctl.config.selection import select_targets
+from botctl.defaults import DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
+from botctl.models import Desired
+from botctl.reconcile.safety import SafetyPolicy
+from botctl.service.options import ServiceOptions
+
+
+@dataclass(frozen=True)
+class Workspace:
+    paths: Sequence[Path]
+    environ: Mapping[str, str]
+    state_path: Path = DEFAULT_STATE_PATH
+    service: ServiceOptions = field(default_factory=ServiceOptions)
+    targets: tuple[str, ...] = ()
+    allow_unknown_models: bool = False
+    parallelism: int = DEFAULT_PARALLELISM
+    lock_timeout: float = 0.0
+    policy: SafetyPolicy = field(default_factory=SafetyPolicy)
+    force: bool = False  # accept a plan that exceeds the safety caps
+    # Values marked ${secret:...} once the configuration is loaded, for masking debug traces.
+    secrets: set[str] = field(default_factory=set)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Loading and planning allocate several objects per YAML value or change and keep them
+    all until they return, so the cycle collector would scan the ever larger heap again and
+    again and free nothing (see README, Benchmarks). Reference counting frees memory as usual
+    meanwhile."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load(ws: Workspace) -> Desired:
+    """The configuration, validated, narrowed to the targeted chatbots."""
+    with collector_paused():
+        desired = load_desired(
+            list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
+        )
+    ws.secrets.update(value for bot in desired.bots for value in bot.secret_values)
+    return select_targets(desired, ws.targets)

@@ -1,0 +1,1 @@
+"""Planning and carrying out: diff, apply, drift, safety caps, freshness of saved plans."""

@@ -1,0 +1,84 @@
+"""Item-level detail of a change to a list or nested value, for the person reading the plan:
+``+ [3] "example.org"``, ``- [1] "old.example"``, ``~ [2] "Hi" -> "Hello"``.
+
+This is the one place botctl uses deepdiff: for showing a structural difference to a person,
+where its care (ordered lists compared by the smaller of a pairwise and a difflib report) is
+worth its cost. Equality on the planning path is ``values.same_value``. deepdiff is imported
+only when a plan holds such a change, so no other command pays for importing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botctl.plan import ItemChange, ItemOp
+from botctl.values import NUMBER_TOLERANCE, JsonValue
+
+_REPORTS: dict[str, ItemOp] = {
+    "iterable_item_added": "add",
+    "dictionary_item_added": "add",
+    "iterable_item_removed": "remove",
+    "dictionary_item_removed": "remove",
+    "values_changed": "change",
+    "type_changes": "change",
+}
+
+
+def has_items(before: JsonValue, after: JsonValue) -> bool:
+    """Whether a change between these values has item-level detail worth showing."""
+    return isinstance(before, list | tuple | dict) and isinstance(after, list | tuple | dict)
+
+
+def item_changes(before: JsonValue, after: JsonValue) -> tuple[ItemChange, ...]:
+    """The items added, removed or changed between two lists (or mappings), in path order."""
+    if not has_items(before, after):
+        return ()
+    from deepdiff import DeepDiff
+
+    report = DeepDiff(
+        _plain(before),
+        _plain(after),
+        view="tree",
+        ignore_numeric_type_changes=True,
+        math_epsilon=NUMBER_TOLERANCE,
+    )
+    items = []
+    for kind, levels in report.items():
+        op = _REPORTS.get(kind)
+        if op is None:
+            continue
+        for level in levels:
+            path = level.path(output_format="list")
+            items.append(
+                ItemChange(
+                    op=op,
+                    where=_where(path),
+                    before=None if op == "add" else _plain(level.t1),
+                    after=None if op == "remove" else _plain(level.t2),
+                )
+            )
+    return tuple(sorted(items, key=lambda item: _order(item.where)))
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, so a JSON document and a reader see the same shape."""
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _where(path: list[Any]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(
+        "."
+    )
+
+
+def _order(where: str) -> tuple[Any, ...]:
+    # "[10]" after "[9]": list indices sort as numbers.
+    return tuple(
+        int(part) if part.isdigit() else part
+        for part in where.replace("]", "").replace("[", ".").split(".")
+        if part
+    )

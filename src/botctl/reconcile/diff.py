@@ -1,0 +1,102 @@
+"""Desired + Live + last-applied State -> Plan. Pure: no I/O, deterministic.
+
+Each resource kind plans its own slice of every chatbot (``resources.settings``,
+``resources.attributes``); this module walks the chatbots, hands each kind its slice, adds
+item-level detail for reviewers, and checks the safety caps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from botctl.errors import ImpossibleChangeError
+from botctl.models import BotSpec, Desired, Live, LiveBot, State
+from botctl.plan import Change, Operation, Plan
+from botctl.reconcile.detail import has_items, item_changes
+from botctl.reconcile.safety import SafetyPolicy, safety_violations
+from botctl.resources.attributes import plan_attributes
+from botctl.resources.base import BotPlan
+from botctl.resources.settings import plan_settings
+
+
+def compute_plan(
+    desired: Desired, live: Live, state: State, policy: SafetyPolicy | None = None
+) -> Plan:
+    """The plan that makes the service match ``desired``; raises ImpossibleChangeError listing
+    every change the API cannot make (unknown chatbot, attribute type change). Safety caps
+    the plan exceeds are recorded in ``Plan.violations`` (the caller refuses it)."""
+    parts = [plan_bot(bot, live.bots.get(bot.chatbot_id), state) for bot in desired.bots]
+    problems = [
+        f"{bot.name} ({bot.source}): {problem}"
+        for bot, part in zip(desired.bots, parts, strict=True)
+        for problem in part.problems
+    ]
+    if problems:
+        raise ImpossibleChangeError(
+            "the plan cannot be made:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+    plan = Plan(
+        operations=tuple(_with_detail(op) for part in parts for op in part.operations),
+        unmanaged=tuple(u for part in parts for u in part.unmanaged),
+        unverified=sum(part.unverified for part in parts),
+        depends_on=tuple(d for part in parts for d in part.depends_on),
+        state_serial=state.serial if state.lineage else None,
+        state_lineage=state.lineage,
+        warnings=desired.warnings,
+        bots=tuple(bot.ref for bot in desired.bots),
+        secrets=frozenset(v for bot in desired.bots for v in bot.secret_values),
+    )
+    violations = safety_violations(
+        plan,
+        {bot.name: part.active_attributes for bot, part in zip(desired.bots, parts, strict=True)},
+        policy or SafetyPolicy(),
+        {b.name: b.max_archive_percent for b in desired.bots if b.max_archive_percent is not None},
+    )
+    return replace(plan, violations=violations) if violations else plan
+
+
+def plan_bot(bot: BotSpec, live: LiveBot | None, state: State) -> BotPlan:
+    """One chatbot's part of the plan: each resource kind plans its own slice."""
+    out = BotPlan()
+    if live is not None and not live.exists:
+        out.problems.append(
+            f"chatbot {bot.chatbot_id} does not exist in the account of ${bot.api_key_env} "
+            "(the chatbot list does not contain it)"
+        )
+        return out
+    record = state.record_for(bot.chatbot_id)
+    ref, secrets = bot.ref, bot.secret_values
+    plan_settings(
+        ref,
+        bot.settings,
+        live.settings if live is not None else None,
+        record.settings if record is not None else None,
+        secrets,
+        out,
+    )
+    plan_attributes(
+        ref,
+        bot.attributes,
+        live.attributes if live is not None else None,
+        record.attributes if record is not None else {},
+        prune=bot.prune,
+        secrets=secrets,
+        out=out,
+    )
+    return out
+
+
+def _with_detail(op: Operation) -> Operation:
+    """Item-level detail on settings changes between two known lists (greetings, domains);
+    only those pay for it. An attribute's detail is its fields, which renderers show."""
+    if op.resource != "settings" or not any(_detailed(c) for c in op.changes):
+        return op
+    changes = tuple(
+        replace(c, detail=item_changes(c.before, c.after)) if _detailed(c) else c
+        for c in op.changes
+    )
+    return replace(op, changes=changes)
+
+
+def _detailed(change: Change) -> bool:
+    return change.confidence != "unknown" and has_items(change.before, change.after)

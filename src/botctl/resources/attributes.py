@@ -1,0 +1,380 @@
+"""The custom contact attribute resource (contract 2.8, 4.3, 4.4): everything botctl knows
+about it, in one place.
+
+- **Model**: ``CustomAttribute``, the same type declared, observed and recorded. Declared, a
+  ``label`` or ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
+- **Live parsing** (``parse_live``): attribute records -> models by name.
+- **Diff rules** (``plan_attributes``): missing -> create; label/description differ -> update;
+  ``archived`` differs -> archive/unarchive; a type change is impossible; an attribute botctl
+  created and the YAML dropped is archived; one it never managed is *unmanaged* (archived only
+  with ``prune``). Attributes are never deleted: archiving is the only retirement.
+- **Requests** (``send``): every update sends ``archived`` explicitly (the PUT's documented
+  default is false: omitting it would un-archive). A create is the one write that is not
+  idempotent: when its outcome is unknown botctl looks before it tries again (the attribute
+  list, or where the service has no reads, an update probe: 200 it exists, 404 it does not),
+  so no attribute is ever created twice.
+- **State** (``fold``): the record keeps identity plus the declared fields.
+- **Rendering** (``detail_lines``): the fields a change moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+
+from botctl import contract
+from botctl.errors import ApiError, ServiceError
+from botctl.plan import (
+    Action,
+    BotRef,
+    Change,
+    Confidence,
+    Dependency,
+    Operation,
+    OperationKind,
+    Unmanaged,
+)
+from botctl.resources.base import BotPlan
+from botctl.resources.settings import known_fields
+from botctl.values import JsonValue, mask_secrets, same_value
+
+AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
+AttributeType = Literal["text", "number", "boolean", "date"]
+# The fields a person manages (and a PUT sends); name and type are identity.
+MANAGED_FIELDS = ("label", "description", "archived")
+CREATE_ATTEMPTS = 3
+
+
+class CustomAttribute(BaseModel):
+    """Contract 2.8. On the desired side ``label``/``description`` of ``None`` are not managed
+    (a create still sends a label: the attribute's name)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: AttributeName
+    type: AttributeType
+    label: str | None = None
+    description: str | None = None
+    archived: bool = False
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def managed(self) -> dict[str, JsonValue]:
+        """The fields this declaration manages: ``archived`` always, label and description
+        when declared."""
+        fields: dict[str, JsonValue] = {"archived": self.archived}
+        if self.label is not None:
+            fields["label"] = self.label
+        if self.description is not None:
+            fields["description"] = self.description
+        return fields
+
+    def create_body(self) -> dict[str, JsonValue]:
+        """The attribute as a create sends it: always with a label (the name when none is
+        declared: an older guide of the service requires one)."""
+        body = self.to_json()
+        body.setdefault("label", self.name)
+        body["archived"] = self.archived
+        return body
+
+
+# --- live parsing -------------------------------------------------------------------------------
+
+
+def parse_live(chatbot_id: str, raw: Sequence[Mapping[str, Any]]) -> dict[str, CustomAttribute]:
+    """Attribute records -> models by name; extra keys dropped, a malformed record an error."""
+    parsed: dict[str, CustomAttribute] = {}
+    for record in raw:
+        try:
+            attribute = CustomAttribute.model_validate(known_fields(record, CustomAttribute))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"]) or "record"
+            raise ServiceError(
+                "read attributes",
+                f"unexpected attribute record {record.get('name')!r}: {where}: {problem['msg']}",
+                chatbot_id=chatbot_id,
+            ) from None
+        parsed.setdefault(attribute.name, attribute)
+    return parsed
+
+
+# --- diff rules ---------------------------------------------------------------------------------
+
+
+def plan_attributes(
+    bot: BotRef,
+    declared: Sequence[CustomAttribute],
+    observed: Mapping[str, CustomAttribute] | None,
+    recorded: Mapping[str, CustomAttribute],
+    *,
+    prune: bool,
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> None:
+    """``observed`` is None when the attribute list could not be read; ``recorded`` holds the
+    attributes botctl manages (from state)."""
+    for attribute in declared:
+        _plan_declared(bot, attribute, observed, recorded, secrets, out)
+    current = observed if observed is not None else recorded
+    out.active_attributes = sum(not a.archived for a in current.values())
+    names = {attribute.name for attribute in declared}
+    for name in sorted(set(current) - names):
+        managed = name in recorded
+        _plan_undeclared(bot, current[name], observed is not None, managed, prune, secrets, out)
+
+
+def _plan_declared(
+    bot: BotRef,
+    attribute: CustomAttribute,
+    observed: Mapping[str, CustomAttribute] | None,
+    recorded: Mapping[str, CustomAttribute],
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> None:
+    current: CustomAttribute | None
+    confidence: Confidence
+    if observed is not None:
+        current, confidence = observed.get(attribute.name), "verified"
+        before = current.to_json() if current is not None else None
+        out.depends_on.append(Dependency(bot.chatbot_id, "attribute", attribute.name, before))
+    elif attribute.name in recorded:
+        current, confidence = recorded[attribute.name], "assumed"
+    else:
+        current, confidence = None, "unknown"
+    if confidence != "verified":
+        out.unverified += 1
+    if current is None:
+        _create(bot, attribute, confidence, secrets, out)
+        return
+    if current.type != attribute.type:
+        out.problems.append(
+            f"attribute {attribute.name!r} is of type {current.type!r} on the "
+            f"service ({confidence}) but declared {attribute.type!r}; the API cannot change an "
+            "attribute's type: declare a new attribute under another name and archive this one"
+        )
+        return
+    before = current.to_json()
+    after = {**before, **attribute.managed()}
+    if same_value(before, after):
+        return
+    action: Action = "update"
+    if current.archived != attribute.archived:
+        action = "archive" if attribute.archived else "unarchive"
+    change = _change(attribute.name, action, before, after, confidence, secrets)
+    out.operations.append(_update(bot, attribute.name, after, _record(attribute), change))
+
+
+def _plan_undeclared(
+    bot: BotRef,
+    current: CustomAttribute,
+    verified: bool,
+    managed: bool,
+    prune: bool,
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> None:
+    if current.archived:
+        return  # already retired
+    if not managed and not prune:
+        out.unmanaged.append(Unmanaged(bot, current.name))
+        return
+    # botctl created it and the YAML dropped it, or prune asks to retire strays.
+    before = current.to_json()
+    after = {**before, "archived": True}
+    confidence: Confidence = "verified" if verified else "assumed"
+    change = _change(current.name, "archive", before, after, confidence, secrets)
+    record: dict[str, JsonValue] = {"name": current.name, "type": current.type, "archived": True}
+    out.operations.append(_update(bot, current.name, after, record, change))
+
+
+def _change(
+    name: str,
+    action: Action,
+    before: dict[str, JsonValue] | None,
+    after: dict[str, JsonValue],
+    confidence: Confidence,
+    secrets: frozenset[str],
+) -> Change:
+    return Change(
+        resource="attribute",
+        path=name,
+        action=action,
+        before=mask_secrets(before, secrets),
+        after=mask_secrets(after, secrets),
+        confidence=confidence,
+    )
+
+
+def _record(attribute: CustomAttribute) -> dict[str, JsonValue]:
+    # State keeps what botctl manages: identity plus the declared fields (a label the YAML
+    # does not declare is not botctl's, so a dashboard edit of it is not drift).
+    return {"name": attribute.name, "type": attribute.type, **attribute.managed()}
+
+
+# --- requests -----------------------------------------------------------------------------------
+
+
+def update_body(attribute: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The PUT that makes an existing attribute as ``attribute`` describes it; ``archived``
+    always explicit (the PUT's documented default is false: omitting it would un-archive)."""
+    body = {k: attribute[k] for k in ("label", "description") if attribute.get(k) is not None}
+    body["archived"] = bool(attribute.get("archived"))
+    return body
+
+
+def _update(
+    bot: BotRef,
+    name: str,
+    after: dict[str, JsonValue],
+    record: dict[str, JsonValue],
+    change: Change,
+) -> Operation:
+    return Operation(bot, "update_attribute", name, update_body(after), record, (change,))
+
+
+def _create(
+    bot: BotRef,
+    attribute: CustomAttribute,
+    confidence: Confidence,
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> None:
+    body = attribute.create_body()
+    change = _change(attribute.name, "create", None, body, confidence, secrets)
+    if confidence == "verified":
+        op = Operation(bot, "create_attribute", attribute.name, body, _record(attribute), (change,))
+    else:
+        # Existence unknown (no reads, no state): update only the managed fields, and create
+        # (whole) only when the update answers 404, so an attribute is never created twice.
+        kind: OperationKind = "ensure_attribute"
+        op = Operation(
+            bot, kind, attribute.name, attribute.managed(), _record(attribute), (change,), body
+        )
+    out.operations.append(op)
+
+
+class AttributeWriter(Protocol):
+    """The part of the service client that attribute requests use."""
+
+    async def create_attribute(self, chatbot_id: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def update_attribute(
+        self, chatbot_id: str, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    async def list_attributes(self, chatbot_id: str) -> list[dict[str, Any]]: ...
+
+
+async def send(op: Operation, client: AttributeWriter) -> str:
+    """Send one attribute operation; returns a note for the progress line."""
+    if op.kind == "update_attribute":
+        await client.update_attribute(op.bot.chatbot_id, op.subject, dict(op.body))
+        return ""
+    if op.kind == "ensure_attribute":
+        if await _probe_update(op, client, dict(op.body)):
+            return "existed; updated (its type could not be verified)"
+        return await _create_once(op, client, dict(op.fallback or {}))
+    return await _create_once(op, client, dict(op.body))
+
+
+async def _probe_update(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> bool:
+    try:
+        await client.update_attribute(op.bot.chatbot_id, op.subject, body)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+async def _create_once(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> str:
+    """Create, and when the answer leaves it unknown whether it was created, look first."""
+    ambiguous_before = False
+    last: ServiceError | None = None
+    for _ in range(CREATE_ATTEMPTS):
+        try:
+            await client.create_attribute(op.bot.chatbot_id, body)
+        except ServiceError as exc:
+            # A 400 right after an uncertain attempt may be "already exists": our own create.
+            duplicate_after_doubt = (
+                ambiguous_before and isinstance(exc, ApiError) and exc.status == 400
+            )
+            if not (exc.outcome_unknown or duplicate_after_doubt):
+                raise
+            last, ambiguous_before = exc, True
+            if await _exists_after_doubt(op, client, body):
+                return "created (confirmed by reading back after an uncertain answer)"
+            continue
+        return "confirmed after retry" if ambiguous_before else ""
+    assert last is not None
+    raise last
+
+
+async def _exists_after_doubt(op: Operation, client: AttributeWriter, body: dict[str, Any]) -> bool:
+    """After an uncertain create: is the attribute there? If so, make it as declared."""
+    wanted = update_body(body)
+    try:
+        listed = await client.list_attributes(op.bot.chatbot_id)
+    except ApiError as exc:
+        if exc.status in (404, 405, 501):
+            return await _probe_update(op, client, wanted)
+        raise
+    found = next((a for a in listed if a.get("name") == op.subject), None)
+    if found is None:
+        return False
+    if found.get("type") != body.get("type"):
+        raise ApiError(
+            f"create attribute {op.subject}",
+            400,
+            f"an attribute {op.subject!r} of type {found.get('type')!r} already exists",
+            chatbot_id=op.bot.chatbot_id,
+        )
+    if any(found.get(k) != v for k, v in wanted.items()):
+        await client.update_attribute(op.bot.chatbot_id, op.subject, wanted)
+    return True
+
+
+# --- state and read-back ------------------------------------------------------------------------
+
+
+def fold(recorded: dict[str, CustomAttribute], op: Operation) -> None:
+    """Record what botctl manages of the attribute ``op`` wrote."""
+    recorded[op.subject] = CustomAttribute.model_validate(op.state_record)
+
+
+def read_back_notes(op: Operation, observed: Mapping[str, CustomAttribute]) -> list[str]:
+    """After an apply: an attribute written but not listed, or a field read back differently."""
+    now = observed.get(op.subject)
+    if now is None:
+        return [f"{op.bot.name}: attribute {op.subject} was written but is not listed"]
+    listed = now.to_json()
+    return [
+        f"{op.bot.name}: attribute {op.subject} {key} was sent as {sent!r} but reads back "
+        f"as {listed.get(key)!r}"
+        for key, sent in op.state_record.items()
+        if not same_value(listed.get(key), sent)
+    ]
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def detail_lines(change: Change, show: Callable[[JsonValue], str]) -> list[str]:
+    """The fields a change sets (a create) or moves (any other action), one line each;
+    ``show`` formats a value."""
+    after = change.after if isinstance(change.after, dict) else {}
+    before = change.before if isinstance(change.before, dict) else {}
+    lines = []
+    for key in ("type", *MANAGED_FIELDS):
+        if key not in after and key not in before:
+            continue
+        new, old = after.get(key), before.get(key)
+        if change.before is None:
+            lines.append(f"{key}: {show(new)}")
+        elif old != new:
+            lines.append(f"{key}: {show(old)} -> {show(new)}")
+    return lines

@@ -1,0 +1,276 @@
+"""The chatbot settings resource (contract 2.1-2.4): everything botctl knows about it, in one place.
+
+- **Model**: ``ChatbotSettings`` and its nested objects, the same type on all three sides:
+  declared (from YAML, strictly validated), observed (from the chatbot list) and recorded (the
+  state). A field of ``None`` means "not managed" when declared and "not observable" when read.
+- **Live parsing** (``parse_live``): a raw chatbot record in either spelling (camelCase, or the
+  snake_case seen live) -> ``ChatbotSettings``; a value outside the contract is not observable.
+- **Diff rules** (``plan_settings``): one leaf (dotted path) at a time, each with its confidence.
+- **Request**: one settings update per chatbot with only the top-level fields that change; a
+  nested object is sent whole, as declared (whether the service merges it is unknown).
+- **State** (``fold``): top-level fields replace what was recorded.
+- **Rendering**: which changes may cut users off.
+
+Adding a writable field is one line in a model below: parsing, diffing, sending, recording and
+the JSON Schema all follow from the model.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from botctl import contract
+from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, Confidence, Dependency, Operation
+from botctl.resources.base import BotPlan
+from botctl.values import JsonValue, flatten, mask_secrets, same_value
+
+HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+class _Strict(BaseModel):
+    # No NaN or infinity: YAML spells them .nan and .inf, and no setting means either.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+
+class Styles(_Strict):
+    """Contract 2.3."""
+
+    theme: Literal["light", "dark"] | None = None
+    buttonColor: HexColour | None = None
+    displayName: str | None = None
+    alignChatButton: Literal["left", "right"] | None = None
+    userMessageColor: HexColour | None = None
+    autoOpenChatWindowAfter: NonNegativeInt | None = None
+
+
+class LeadField(_Strict):
+    """One field of the lead form (contract 2.4)."""
+
+    active: bool | None = None
+    label: str | None = None
+
+
+class CollectCustomerInformation(_Strict):
+    """Contract 2.4."""
+
+    title: str | None = None
+    name: LeadField | None = None
+    email: LeadField | None = None
+    phone: LeadField | None = None
+
+
+class ChatbotSettings(_Strict):
+    """The writable settings of a chatbot (contract 2.1), minus ``chatbotId``.
+
+    ``model`` is a plain string here: whether it must be one of the contract's list is a
+    policy of the loader (with an explicit opt-out), since the service's list moves often.
+    """
+
+    name: str | None = None
+    instructions: str | None = None
+    initialMessages: tuple[str, ...] | None = None
+    suggestedMessages: tuple[str, ...] | None = None
+    visibility: Literal["public", "private"] | None = None
+    domains: tuple[str, ...] | None = None
+    onlyAllowOnAddedDomains: bool | None = None
+    ipLimit: NonNegativeInt | None = None
+    ipLimitTimeframe: NonNegativeInt | None = None
+    ipLimitMessage: str | None = None
+    model: str | None = None
+    temp: Annotated[float, Field(ge=contract.TEMP_MIN, le=contract.TEMP_MAX)] | None = None
+    styles: Styles | None = None
+    collectCustomerInformation: CollectCustomerInformation | None = None
+
+    @cached_property
+    def json_fields(self) -> dict[str, JsonValue]:
+        """The fields that are set, as JSON (nested objects as mappings): a request body's
+        values. Computed once: the model is frozen."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    @cached_property
+    def leaves(self) -> dict[str, JsonValue]:
+        """Every set leaf by dotted path (``styles.buttonColor``); lists are leaves."""
+        return flatten(self.json_fields)
+
+
+# --- live parsing -------------------------------------------------------------------------------
+
+_SNAKE = re.compile(r"_([a-z0-9])")
+
+
+@functools.lru_cache(maxsize=1024)
+def camel(key: str) -> str:
+    # Cached: the same few dozen keys come back in every record of every chatbot.
+    return _SNAKE.sub(lambda m: m.group(1).upper(), key)
+
+
+def known_fields(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The keys of ``model`` in ``record`` (either spelling), nulls dropped; a camelCase key
+    wins over its snake_case twin, since it is the spelling the write uses."""
+    allowed = model.model_fields
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        name = camel(key)
+        if name not in allowed or value is None or (name in out and name != key):
+            continue
+        nested = nested_model(allowed[name].annotation)
+        if nested is not None:
+            if not isinstance(value, Mapping):
+                continue  # not a shape we understand: not observable
+            value = known_fields(value, nested)
+            if not value:
+                continue
+        elif isinstance(value, list):
+            value = tuple(value)  # the models hold immutable sequences
+        out[name] = value
+    return out
+
+
+def nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation such as ``Styles | None``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_live(record: Mapping[str, Any]) -> ChatbotSettings:
+    """A raw chatbot record -> the observable writable settings. A value the contract does not
+    allow (a string temperature, an unknown theme) is not observable rather than fatal: the
+    plan then falls back to what botctl last applied."""
+    fields = known_fields(record, ChatbotSettings)
+    try:
+        return ChatbotSettings.model_validate(fields)
+    except ValidationError as exc:
+        for error in exc.errors():
+            _drop(fields, error["loc"])
+    return ChatbotSettings.model_validate(fields)
+
+
+def _drop(fields: dict[str, Any], loc: tuple[int | str, ...]) -> None:
+    """Remove the value a validation error names (a whole list when one of its items is
+    wrong), and a nested object left empty by that."""
+    parents: list[tuple[dict[str, Any], str]] = []
+    node: Any = fields
+    for part in loc:
+        if not isinstance(node, dict) or not isinstance(part, str) or part not in node:
+            break
+        parents.append((node, part))
+        node = node[part]
+    for parent, key in reversed(parents):
+        parent.pop(key, None)
+        if parent:
+            break
+
+
+# --- diff rules ---------------------------------------------------------------------------------
+
+
+def plan_settings(
+    bot: BotRef,
+    declared: ChatbotSettings,
+    observed: ChatbotSettings | None,
+    recorded: ChatbotSettings | None,
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> None:
+    """Compare every declared leaf with the best knowledge of its current value: read now
+    (``verified``), else last applied (``assumed``), else ``unknown`` (then it is sent)."""
+    observed_leaves = observed.leaves if observed is not None else {}
+    recorded_leaves = recorded.leaves if recorded is not None else {}
+    changes: list[Change] = []
+    for path, after in declared.leaves.items():
+        before, confidence = _current(path, observed_leaves, recorded_leaves)
+        if confidence == "verified":
+            out.depends_on.append(Dependency(bot.chatbot_id, "settings", path, before))
+        else:
+            out.unverified += 1
+        if confidence != "unknown" and same_value(before, after):
+            continue
+        changes.append(
+            Change(
+                resource="settings",
+                path=path,
+                action="update",
+                before=mask_secrets(before, secrets),
+                after=mask_secrets(after, secrets),
+                confidence=confidence,
+                flags=_flags(path, after, declared),
+            )
+        )
+    if changes:
+        out.operations.append(update_operation(bot, declared, changes))
+
+
+def _current(
+    path: str, observed: Mapping[str, JsonValue], recorded: Mapping[str, JsonValue]
+) -> tuple[JsonValue, Confidence]:
+    if path in observed:
+        return observed[path], "verified"
+    if path in recorded:
+        return recorded[path], "assumed"
+    return None, "unknown"
+
+
+def _flags(path: str, after: JsonValue, declared: ChatbotSettings) -> tuple[str, ...]:
+    """Changes that can cut users off from the chatbot are flagged in every output."""
+    if (
+        (path == "visibility" and after == "private")
+        or (path == "onlyAllowOnAddedDomains" and after is True)
+        or (path == "domains" and declared.onlyAllowOnAddedDomains is True)
+    ):
+        return (FLAG_CUTS_OFF_USERS,)
+    return ()
+
+
+# --- the request --------------------------------------------------------------------------------
+
+
+def update_operation(bot: BotRef, declared: ChatbotSettings, changes: list[Change]) -> Operation:
+    """One request per chatbot with only the top-level fields that change; a nested object is
+    sent whole as declared, since whether the service merges or replaces it is unknown."""
+    fields = sorted({change.path.split(".", 1)[0] for change in changes})
+    body = {name: declared.json_fields[name] for name in fields}
+    return Operation(bot, "update_settings", "settings", body, body, tuple(changes))
+
+
+class SettingsWriter(Protocol):
+    async def update_settings(self, chatbot_id: str, fields: dict[str, Any]) -> None: ...
+
+
+async def send(op: Operation, client: SettingsWriter) -> str:
+    await client.update_settings(op.bot.chatbot_id, dict(op.body))
+    return "fields " + ", ".join(sorted(op.body))
+
+
+# --- state --------------------------------------------------------------------------------------
+
+
+def fold(recorded: ChatbotSettings, op: Operation) -> ChatbotSettings:
+    """What the state keeps after ``op`` succeeded: its top-level fields replace the record's
+    (nested objects are always sent, and kept, whole)."""
+    merged = {**recorded.json_fields, **op.state_record}
+    return ChatbotSettings.model_validate(merged, strict=False)
+
+
+def read_back_notes(op: Operation, observed: ChatbotSettings) -> list[str]:
+    """After an apply: sent values the service reads back differently."""
+    notes = []
+    now = observed.leaves
+    for path, sent in flatten(op.state_record).items():
+        if path in now and not same_value(now[path], sent):
+            notes.append(
+                f"{op.bot.name}: settings {path} was sent as {sent!r} but reads back as "
+                f"{now[path]!r}"
+            )
+    return notes

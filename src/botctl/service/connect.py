@@ -1,0 +1,106 @@
+"""Connects a run to a service: the real one at ``--api-url``, or the embedded sandbox
+in-process (``--sandbox``, ``botctl demo``; see ``embedded``). Builds one ``ServiceClient`` per
+API key, keyed by the environment variable that holds it (a document's ``apiKeyEnv``).
+
+Keys come only from the environment, never from the command line, and are never printed: a
+missing key is reported by its variable's name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from urllib.parse import urlsplit
+
+import httpx
+
+from botctl.contract import API_PREFIX
+from botctl.errors import BotctlError
+from botctl.plan import BotRef
+from botctl.service.client import RetryPolicy, ServiceClient
+from botctl.service.embedded import SANDBOX_BASE, sandbox_key, sandbox_transport
+from botctl.service.options import ServiceOptions
+
+
+def resolve_keys(
+    refs: Iterable[BotRef], environ: Mapping[str, str], *, sandbox: bool
+) -> dict[str, str]:
+    """env var name -> key; every missing variable is reported at once, by name."""
+    needed: dict[str, list[str]] = {}
+    for ref in refs:
+        needed.setdefault(ref.api_key_env, []).append(ref.name)
+    keys: dict[str, str] = {}
+    missing = []
+    for env_name, bots in sorted(needed.items()):
+        value = environ.get(env_name, "").strip()
+        if value:
+            keys[env_name] = value
+        elif sandbox:
+            keys[env_name] = sandbox_key(env_name)
+        else:
+            missing.append(f"${env_name} (for {', '.join(sorted(bots))})")
+    if missing:
+        raise BotctlError(
+            "no API key in the environment: set " + ", ".join(missing) + ". Keys are read "
+            "only from the environment, never from the command line."
+        )
+    return keys
+
+
+def check_api_url(url: str) -> str:
+    """The service's base address is an http(s) URL ending in /api/v1 (contract section 9).
+    Refusing anything else up front matters: a base without /api/v1 would answer every read
+    with 404, which botctl would otherwise take for a deployment without reads."""
+    parsed = urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise BotctlError(f"--api-url must be an http:// or https:// URL, got {url!r}")
+    if not parsed.path.rstrip("/").endswith(API_PREFIX):
+        raise BotctlError(
+            f"--api-url must be the service's base address ending in {API_PREFIX} "
+            f"(e.g. https://{parsed.netloc}{API_PREFIX}), got {url!r}"
+        )
+    return url.strip()
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    refs: list[BotRef], environ: Mapping[str, str], options: ServiceOptions
+) -> AsyncIterator[dict[str, ServiceClient]]:
+    """Yield clients by key variable for the chatbots in ``refs``."""
+    keys = resolve_keys(refs, environ, sandbox=options.sandbox)
+    if options.sandbox:
+        transport: httpx.AsyncBaseTransport | None = await sandbox_transport(
+            refs, keys, options.sandbox_db
+        )
+        base_url = f"{SANDBOX_BASE}/api/v1"
+    else:
+        if not options.api_url:
+            raise BotctlError(
+                "no service address: pass --api-url URL (or set BOTCTL_API_URL), e.g. "
+                "https://<host>/api/v1; or --sandbox to use the embedded sandbox"
+            )
+        transport, base_url = None, check_api_url(options.api_url)
+    clients = {
+        env_name: ServiceClient(
+            base_url,
+            key,
+            transport=transport,
+            timeout=options.timeout,
+            retry=RetryPolicy(
+                max_attempts=options.max_attempts,
+                base_delay=options.retry_base_delay,
+                max_delay=options.retry_max_delay,
+            ),
+            rate_limit=options.rate_limit,
+            trace=options.trace,
+            key_name=env_name,
+        )
+        for env_name, key in keys.items()
+    }
+    try:
+        yield clients
+    finally:
+        for client in clients.values():
+            await client.aclose()
+            if options.stats is not None:
+                options.stats.add(client.stats)

@@ -1,0 +1,149 @@
+"""Service -> Live: read what the service lets botctl observe, in the resources' own models.
+
+The response envelopes are the client's business; the records inside are each resource kind's
+(``settings.parse_live``, ``attributes.parse_live``). What leaves this module is ``Live``.
+
+Reads are the minimum the plan needs: one chatbot-list read per distinct client (API key)
+and one attribute-list read per chatbot that may exist, run concurrently within a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from botctl.errors import ReadsUnavailable, ServiceError
+from botctl.models import BotSpec, Live, LiveBot
+from botctl.resources import attributes, settings
+from botctl.resources.attributes import CustomAttribute
+from botctl.service.client import ServiceClient
+
+T = TypeVar("T")
+
+_ID_KEYS = ("id", "chatbotId", "chatbot_id")
+
+
+async def read_live(
+    bots: Sequence[BotSpec], clients: Mapping[str, ServiceClient], *, concurrency: int
+) -> Live:
+    """Read the chatbots of ``bots``; ``clients`` are keyed by each bot's ``api_key_env``.
+
+    A read the deployment does not offer (``ReadsUnavailable``) is recorded as unreadable;
+    any other failure propagates as the botctl error it is.
+    """
+    limit = asyncio.Semaphore(max(1, concurrency))
+    by_client = _distinct_clients(bots, clients)
+    listings = await _gather(
+        [_bounded(limit, _read_chatbots(client)) for client in by_client.values()]
+    )
+    records = dict(zip(by_client, listings, strict=True))
+    targets = _dedupe(bots)
+    attribute_lists = await _gather(
+        [
+            _bounded(limit, _read_attributes(clients[bot.api_key_env], bot, records))
+            for bot in targets
+        ]
+    )
+    return Live(
+        bots={
+            bot.chatbot_id: _live_bot(bot, records[id(clients[bot.api_key_env])], attrs)
+            for bot, attrs in zip(targets, attribute_lists, strict=True)
+        }
+    )
+
+
+def _distinct_clients(
+    bots: Sequence[BotSpec], clients: Mapping[str, ServiceClient]
+) -> dict[int, ServiceClient]:
+    """One entry per client object: two key names may share a client and one list read."""
+    distinct: dict[int, ServiceClient] = {}
+    for bot in bots:
+        client = clients.get(bot.api_key_env)
+        if client is None:
+            raise ServiceError(
+                "read chatbot list",
+                f"no API client for ${bot.api_key_env}",
+                chatbot_id=bot.chatbot_id,
+            )
+        distinct.setdefault(id(client), client)
+    return distinct
+
+
+def _dedupe(bots: Sequence[BotSpec]) -> list[BotSpec]:
+    seen: dict[str, BotSpec] = {}
+    for bot in bots:
+        seen.setdefault(bot.chatbot_id, bot)
+    return list(seen.values())
+
+
+async def _read_chatbots(client: ServiceClient) -> dict[str, dict[str, Any]] | None:
+    """Chatbot records by id, or ``None`` when this deployment cannot list chatbots."""
+    try:
+        raw = await client.list_chatbots()
+    except ReadsUnavailable:
+        return None
+    by_id: dict[str, dict[str, Any]] = {}
+    for record in raw:
+        chatbot_id = next((record[k] for k in _ID_KEYS if record.get(k) is not None), None)
+        if chatbot_id is not None:
+            by_id.setdefault(str(chatbot_id), record)
+    return by_id
+
+
+async def _read_attributes(
+    client: ServiceClient,
+    bot: BotSpec,
+    records: Mapping[int, dict[str, dict[str, Any]] | None],
+) -> dict[str, CustomAttribute] | None:
+    listing = records[id(client)]
+    if listing is not None and bot.chatbot_id not in listing:
+        return None  # the list says it does not exist: nothing to read
+    try:
+        raw = await client.list_attributes(bot.chatbot_id)
+    except ReadsUnavailable:
+        return None
+    return attributes.parse_live(bot.chatbot_id, raw)
+
+
+def _live_bot(
+    bot: BotSpec,
+    listing: dict[str, dict[str, Any]] | None,
+    attribute_list: dict[str, CustomAttribute] | None,
+) -> LiveBot:
+    if listing is None:  # unknown whether it exists; assume so and let writes tell
+        return LiveBot(chatbot_id=bot.chatbot_id, attributes=attribute_list)
+    record = listing.get(bot.chatbot_id)
+    if record is None:
+        return LiveBot(chatbot_id=bot.chatbot_id, exists=False)
+    return LiveBot(
+        chatbot_id=bot.chatbot_id,
+        settings=settings.parse_live(record),
+        attributes=attribute_list,
+    )
+
+
+async def _bounded(limit: asyncio.Semaphore, work: Awaitable[T]) -> T:
+    async with limit:
+        return await work
+
+
+async def _gather(work: list[Awaitable[T]]) -> list[T]:
+    """Run all; on failure cancel the rest and raise the first error itself (not a group),
+    so the CLI sees the botctl error it knows how to print."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_run(item)) for item in work]
+    except BaseExceptionGroup as group_error:
+        raise _first_leaf(group_error) from None
+    return [task.result() for task in tasks]
+
+
+async def _run(work: Awaitable[T]) -> T:
+    return await work
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

@@ -1,0 +1,25 @@
+"""How a run talks to the service: address, pace, patience. Plain data, importable without
+the HTTP stack (``botctl validate`` never loads it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from botctl.defaults import DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
+from botctl.service.pacing import RequestStats
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    api_url: str | None = None
+    sandbox: bool = False
+    sandbox_db: str = str(DEFAULT_SANDBOX_DB)
+    rate_limit: float = 0.0
+    timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_attempts: int = 5
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 30.0
+    trace: Callable[[str], None] | None = None
+    # When given, every client's request counts are added here as it closes (benchmarks).
+    stats: RequestStats | None = None

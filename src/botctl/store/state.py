@@ -1,0 +1,191 @@
+"""The state file: botctl's record of what it last applied, for what the service cannot read back.
+
+Format (JSON, versioned; one line per record so that diffs of it stay readable)::
+
+    {"format_version": 1, "lineage": "<uuid>", "serial": 7,
+     "bots": {"<chatbotId>": {"bot": "support",
+                              "settings": {"name": "...", "styles": {...}},
+                              "attributes": {"plan_tier": {"name": ..., "type": ..., ...}}}}}
+
+``lineage`` identifies one state history (a plan made against another lineage is refused);
+``serial`` grows with every write (a plan made against an older serial is stale). Writes are
+atomic (temp file + fsync + rename), so a reader or a killed process never sees half a file.
+The file is read through the same models the diff uses: a malformed file is an error that
+names the place, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from botctl.errors import StateError
+from botctl.models import BotRecord, State
+from botctl.plan import Operation
+from botctl.resources.attributes import CustomAttribute
+from botctl.resources.settings import ChatbotSettings
+from botctl.store.files import write_atomically
+
+FORMAT_VERSION = 1
+_BOT_DEPTH = 2  # where a chatbot's record sits in the file: root -> "bots" -> chatbot id
+
+
+class _RecordFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bot: str
+    settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
+    attributes: dict[str, CustomAttribute] = Field(default_factory=dict)
+
+
+class _StateFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int
+    lineage: str
+    serial: int
+    bots: dict[str, _RecordFile]
+
+
+def load_state(path: Path) -> State:
+    """Read the state file; a missing file is an empty state (botctl still converges)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return State()
+    except OSError as exc:
+        raise StateError(f"cannot read state file {path}: {exc.strerror}") from None
+    try:
+        data = _StateFile.model_validate_json(text)
+    except ValidationError as exc:
+        _check_version(path, text)
+        raise StateError(
+            f"state file {path} is not valid botctl state ({_first_problem(exc)}); restore it "
+            "from a backup, or move it away to start over (botctl then re-sends what it "
+            "cannot verify)"
+        ) from None
+    _check_version(path, text, data.format_version)
+    bots = {
+        chatbot_id: BotRecord(bot=rec.bot, settings=rec.settings, attributes=rec.attributes)
+        for chatbot_id, rec in data.bots.items()
+    }
+    return State(lineage=data.lineage, serial=data.serial, bots=bots)
+
+
+def _check_version(path: Path, text: str, version: object = None) -> None:
+    """A file of another format version is refused as such, before its content is judged."""
+    if version is None:
+        try:
+            version = json.loads(text).get("format_version")
+        except (ValueError, AttributeError):
+            return
+    if version != FORMAT_VERSION:
+        raise StateError(
+            f"state file {path} has format_version {version!r}; this botctl reads {FORMAT_VERSION}"
+        )
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def state_document(state: State, bots: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The state file's content; ``bots``, when given, are the chatbots' records already
+    rendered (see ``StateWriter``)."""
+    if bots is None:
+        bots = {chatbot_id: record_document(rec) for chatbot_id, rec in state.bots.items()}
+    return {
+        "format_version": FORMAT_VERSION,
+        "lineage": state.lineage,
+        "serial": state.serial,
+        "bots": dict(sorted(bots.items())),
+    }
+
+
+def record_document(record: BotRecord) -> dict[str, Any]:
+    return {
+        "bot": record.bot,
+        "settings": record.settings.json_fields,
+        "attributes": {name: a.to_json() for name, a in sorted(record.attributes.items())},
+    }
+
+
+# One encoder for every call: json.dumps builds a new one whenever an option is given.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+class RenderedJson(str):
+    """JSON text ``render_json`` already produced at the depth it is placed at: kept as is."""
+
+
+def render_json(value: Any, depth: int = 0) -> str:
+    """JSON with one line per record: mappings that hold mappings are laid out one key per
+    line, and every other value (an attribute record, a settings group such as ``styles``)
+    is written on a single line. Diffs stay per record, and records go through the C encoder,
+    which ``indent=2`` turns off (see README, Benchmarks)."""
+    if isinstance(value, RenderedJson):
+        return value
+    if isinstance(value, dict) and any(isinstance(v, dict | RenderedJson) for v in value.values()):
+        pad = "  " * (depth + 1)
+        lines = [
+            f"{pad}{_ENCODER.encode(key)}: {render_json(item, depth + 1)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(lines) + "\n" + "  " * depth + "}"
+    return _ENCODER.encode(value)
+
+
+def save_state(
+    state: State, path: Path, rendered_bots: Mapping[str, RenderedJson] | None = None
+) -> None:
+    """Atomically replace the state file, bumping the serial (creating the lineage if new).
+    ``rendered_bots``: every chatbot's record already rendered (see ``StateWriter``)."""
+    if state.lineage is None:
+        state.lineage = str(uuid.uuid4())
+    state.serial += 1
+    write_atomically(path, render_json(state_document(state, rendered_bots)) + "\n")
+
+
+class StateWriter:
+    """Records operations as they succeed and writes the state file at most every
+    ``interval`` seconds (and on ``flush``): one write per operation would rewrite a large file
+    thousands of times in a big run. A kill between writes loses at most the last second of
+    records, which is safe: a re-run reads the service, or probes before creating (see
+    ``ensure_attribute``), so nothing is created twice and what was lost is sent again."""
+
+    def __init__(self, state: State, path: Path, interval: float = 1.0) -> None:
+        self.state = state
+        self.path = path
+        self.interval = interval
+        self._dirty = False
+        # Each chatbot's record as last written: a write re-renders only the chatbots changed
+        # since, so rewriting a large state costs a few ms.
+        self._rendered: dict[str, RenderedJson] = {}
+        self._changed: set[str] = set(state.bots)
+        # -inf, not 0: monotonic time starts near 0 at boot, and the first record must write.
+        self._last_write = float("-inf")
+
+    def record(self, op: Operation) -> None:
+        self.state.apply_operation(op)
+        self._changed.add(op.bot.chatbot_id)
+        self._dirty = True
+        if time.monotonic() - self._last_write >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._dirty:
+            for chatbot_id in self._changed:
+                record = record_document(self.state.bots[chatbot_id])
+                self._rendered[chatbot_id] = RenderedJson(render_json(record, _BOT_DEPTH))
+            self._changed.clear()
+            save_state(self.state, self.path, self._rendered)
+            self._dirty = False
+            self._last_write = time.monotonic()

@@ -1,0 +1,67 @@
+"""JSON values as botctl compares, walks and shows them: the one equality rule, dotted paths
+into nested settings, and the masking of values the user marked ``${secret:...}``.
+
+Kept free of any library: equality sits on the hot path of every plan (once per managed value),
+where a general structural differ costs two orders of magnitude more than this walk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+JsonValue = Any  # a value as it appears in JSON: str, int, float, bool, None, list, dict
+
+SECRET_MASK = "(secret)"
+
+# Numbers read back from the service may come from single-precision storage (0.2 reads back
+# as 0.2000000029802322): closer than this, two numbers are the same setting.
+NUMBER_TOLERANCE = 1e-6
+
+
+def same_value(a: JsonValue, b: JsonValue) -> bool:
+    """Equality as the service means it: 1 and 1.0 are the same temperature, and so are 0.2
+    and a 0.2000000029 read back from single-precision storage, at any depth. Lists compare in
+    order (the order of greeting messages matters); a boolean is never a number."""
+    kind_a, kind_b = type(a), type(b)
+    if kind_a in _NUMBERS and kind_b in _NUMBERS:
+        return bool(a == b) or math.isclose(a, b, rel_tol=1e-9, abs_tol=NUMBER_TOLERANCE)
+    if kind_a in _SEQUENCES and kind_b in _SEQUENCES:
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return kind_a is kind_b and bool(a == b)
+
+
+# Exact types, not isinstance: bool is an int subclass, and a boolean is never a number here.
+_NUMBERS = (int, float)
+_SEQUENCES = (list, tuple)
+
+
+def flatten(value: Mapping[str, JsonValue], prefix: str = "") -> dict[str, JsonValue]:
+    """Nested mapping -> dotted leaf paths (``styles.buttonColor``); lists are leaves."""
+    flat: dict[str, JsonValue] = {}
+    for key, item in value.items():
+        path = f"{prefix}{key}"
+        if isinstance(item, Mapping):
+            flat.update(flatten(item, f"{path}."))
+        else:
+            flat[path] = item
+    return flat
+
+
+def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
+    """Replace every occurrence of a secret in a value shown to people (changes only: the
+    requests keep the real values, which apply must send)."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            value = value.replace(secret, SECRET_MASK)
+        return value
+    if isinstance(value, list | tuple):
+        return [mask_secrets(item, secrets) for item in value]
+    if isinstance(value, Mapping):
+        return {key: mask_secrets(item, secrets) for key, item in value.items()}
+    return value
