@@ -113,3 +113,40 @@ def test_no_drift_when_in_sync() -> None:
     assert not report.has_drift
     assert "No drift" in render_drift(report, "text")
     assert isinstance(State(), State)
+
+
+def detail_plan() -> Plan:
+    """List settings changed item by item: a reviewer sees the items, not two whole lists."""
+    spec = bot(
+        "support",
+        "bot-1",
+        settings={
+            "domains": ["a.example", "example.org"],
+            "initialMessages": ["Hi", "How can I help?", "Hello"],
+            "suggestedMessages": ["Pricing"],
+        },
+    )
+    observed = {
+        "domains": ["a.example", "old.example"],
+        "initialMessages": ["Hi", "How can I help?", "Hey"],
+        "suggestedMessages": ["Pricing", "Contact"],
+    }
+    return compute_plan(desired(spec), live(live_bot("bot-1", observed, [])), State())
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_plan_detail_golden(fmt: str) -> None:
+    check_golden(f"plan_detail.{fmt}", render_plan(detail_plan(), fmt))
+
+
+def test_drift_detail_golden() -> None:
+    spec = bot("support", "bot-1", settings={"domains": ["a.example", "b.example"]})
+    report = compute_drift(
+        desired(spec),
+        live(live_bot("bot-1", {"domains": ["a.example", "b.example", "c.example"]}, [])),
+        state("bot-1", settings={"domains": ["a.example", "b.example"]}),
+    )
+    (outside,) = report.changed_outside
+    assert [(d.op, d.where, d.after) for d in outside.detail] == [("add", "[2]", "c.example")]
+    for fmt in ("text", "json", "markdown"):
+        check_golden(f"drift_detail.{fmt}", render_drift(report, fmt))

@@ -200,10 +200,13 @@ def change_document(bot: BotRef, change: Change) -> dict[str, Any]:
         "flags": list(change.flags),
     }
     if change.detail:
-        document["detail"] = [
-            {"op": d.op, "at": d.where, "before": d.before, "after": d.after} for d in change.detail
-        ]
+        document["detail"] = detail_documents(change.detail)
     return document
+
+
+def detail_documents(detail: tuple[ItemChange, ...]) -> list[dict[str, Any]]:
+    """Item-level detail in the JSON contract: ``{"op", "at", "before", "after"}`` each."""
+    return [{"op": d.op, "at": d.where, "before": d.before, "after": d.after} for d in detail]
 
 
 def unmanaged_document(unmanaged: Unmanaged) -> dict[str, Any]:

@@ -166,6 +166,11 @@ def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
 # --- drift --------------------------------------------------------------------------------------
 
 
+def _outside_lines(change: OutsideChange) -> list[str]:
+    head = f"{change.bot.name}:{_outside_line(change)}"
+    return [head, *(_item_line(item) for item in change.detail)]
+
+
 def _outside_line(change: OutsideChange) -> str:
     last, now = change.last_applied, change.live
     if isinstance(last, dict) and isinstance(now, dict):
@@ -193,7 +198,8 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     out = [drift_summary(report)]
     if report.changed_outside:
         out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
-        out.extend(f"{c.bot.name}:{_outside_line(c)}" for c in report.changed_outside)
+        for change in report.changed_outside:
+            out.extend(_outside_lines(change))
     if report.pending:
         out += ["", style("Pending (the configuration differs from the last apply):", "1")]
         for bot, ops in _by_bot(report.pending):

@@ -18,12 +18,15 @@ from botctl.models import BotRecord, BotSpec, Desired, Live, LiveBot, State
 from botctl.plan import (
     OUTPUT_FORMAT_VERSION,
     BotRef,
+    ItemChange,
     Operation,
     Resource,
     Unmanaged,
     change_document,
+    detail_documents,
     unmanaged_document,
 )
+from botctl.reconcile.detail import item_changes
 from botctl.reconcile.diff import compute_plan
 from botctl.values import JsonValue, mask_secrets, same_value
 
@@ -35,9 +38,10 @@ class OutsideChange:
     path: str
     last_applied: JsonValue
     live: JsonValue
+    detail: tuple[ItemChange, ...] = ()  # the items of a list setting that moved
 
     def to_document(self) -> dict[str, Any]:
-        return {
+        document = {
             "chatbotId": self.bot.chatbot_id,
             "bot": self.bot.name,
             "resource": self.resource,
@@ -45,6 +49,9 @@ class OutsideChange:
             "last_applied": self.last_applied,
             "live": self.live,
         }
+        if self.detail:
+            document["detail"] = detail_documents(self.detail)
+        return document
 
 
 @dataclass(frozen=True)
@@ -124,10 +131,13 @@ def _outside_changes(
 def _outside(
     bot: BotSpec, resource: Resource, path: str, last: JsonValue, now: JsonValue
 ) -> OutsideChange:
+    last_applied = mask_secrets(last, bot.secret_values)
+    live = mask_secrets(now, bot.secret_values)
     return OutsideChange(
         bot=bot.ref,
         resource=resource,
         path=path,
-        last_applied=mask_secrets(last, bot.secret_values),
-        live=mask_secrets(now, bot.secret_values),
+        last_applied=last_applied,
+        live=live,
+        detail=item_changes(last_applied, live) if resource == "settings" else (),
     )

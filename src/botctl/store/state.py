@@ -37,7 +37,7 @@ _BOT_DEPTH = 2  # where a chatbot's record sits in the file: root -> "bots" -> c
 
 
 class _RecordFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     bot: str
     settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
@@ -45,7 +45,7 @@ class _RecordFile(BaseModel):
 
 
 class _StateFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     format_version: int
     lineage: str

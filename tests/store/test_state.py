@@ -63,6 +63,22 @@ def test_nested_settings_replace_whole(tmp_path: Path) -> None:
         ("{not json", "not valid botctl state"),
         ('{"format_version": 99}', "format_version 99"),
         ('{"format_version": 1, "lineage": "x"}', "not valid botctl state"),
+        # Read through the models: the message names the place, never a KeyError.
+        (
+            '{"format_version": 1, "lineage": "x", "serial": 1, "bots": {"b": {"bot": "s",'
+            ' "attributes": {"t": {"name": "t", "type": "json"}}}}}',
+            "bots.b.attributes.t.type: Input should be 'text', 'number', 'boolean' or 'date'",
+        ),
+        (
+            '{"format_version": 1, "lineage": "x", "serial": "7", "bots": {}}',
+            "serial: Input should be a valid integer",
+        ),
+        (
+            '{"format_version": 1, "lineage": "x", "serial": 1, "bots": {"b": {"bot": "s",'
+            ' "settings": {"temp": 3}}}}',
+            "bots.b.settings.temp: Input should be less than or equal to 1",
+        ),
+        ('{"format_version": 1, "lineage": "x", "serial": 1, "bots": []}', "bots: Input should"),
     ],
 )
 def test_corrupt_state_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:

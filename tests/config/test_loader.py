@@ -27,8 +27,8 @@ from botctl.resources.settings import (
     Styles,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "config"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "config"
 EXAMPLES = ROOT / "examples"
 SCHEMA = ROOT / "schemas" / "botctl.schema.json"
 
