@@ -52,8 +52,13 @@ class Phase:
     slowest: float | None = None
 
 
-def write_config(root: Path, bots: int, attributes: int, keys: int) -> None:
+def write_config(
+    root: Path, bots: int, attributes: int, keys: int, *, greeting: bool = False
+) -> None:
+    """``bots`` documents of ``attributes`` attributes each, spread over ``keys`` API keys;
+    ``greeting`` adds a list setting (initialMessages) to each."""
     root.mkdir(parents=True, exist_ok=True)
+    extra = "    initialMessages: [Hello, How can I help?]\n" if greeting else ""
     for i in range(bots):
         attrs = "\n".join(
             f"    - {{name: attr_{j:02d}, type: text, label: Attribute {j}}}"
@@ -72,7 +77,7 @@ spec:
     model: gpt-5-mini
     temp: 0.3
     visibility: public
-  customAttributes:
+{extra}  customAttributes:
 {attrs}
 """,
             encoding="utf-8",

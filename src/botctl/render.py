@@ -198,8 +198,8 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     out = [drift_summary(report)]
     if report.changed_outside:
         out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
-        for change in report.changed_outside:
-            out.extend(_outside_lines(change))
+        for outside in report.changed_outside:
+            out.extend(_outside_lines(outside))
     if report.pending:
         out += ["", style("Pending (the configuration differs from the last apply):", "1")]
         for bot, ops in _by_bot(report.pending):

@@ -9,6 +9,7 @@ only when a plan holds such a change, so no other command pays for importing it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from botctl.plan import ItemChange, ItemOp
@@ -33,6 +34,25 @@ def item_changes(before: JsonValue, after: JsonValue) -> tuple[ItemChange, ...]:
     """The items added, removed or changed between two lists (or mappings), in path order."""
     if not has_items(before, after):
         return ()
+    if _flat_list(before) and _flat_list(after):
+        # A fleet often makes the same change to many chatbots (one greeting, one domain
+        # list): lists of plain values are compared once per distinct pair.
+        return _list_changes(tuple(before), tuple(after))
+    return _changes(before, after)
+
+
+def _flat_list(value: JsonValue) -> bool:
+    return isinstance(value, list | tuple) and all(
+        isinstance(item, str | int | float | bool) or item is None for item in value
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _list_changes(before: tuple[Any, ...], after: tuple[Any, ...]) -> tuple[ItemChange, ...]:
+    return _changes(before, after)
+
+
+def _changes(before: JsonValue, after: JsonValue) -> tuple[ItemChange, ...]:
     from deepdiff import DeepDiff
 
     report = DeepDiff(

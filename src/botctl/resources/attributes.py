@@ -158,9 +158,10 @@ def _plan_declared(
         )
         return
     before = current.to_json()
-    after = {**before, **attribute.managed()}
-    if same_value(before, after):
+    managed = attribute.managed()
+    if all(same_value(before.get(key), value) for key, value in managed.items()):
         return
+    after = {**before, **managed}
     action: Action = "update"
     if current.archived != attribute.archived:
         action = "archive" if attribute.archived else "unarchive"

@@ -1,0 +1,90 @@
+"""Benchmark (not a test): how long `botctl --help` and `botctl validate FILE` take to start,
+and what they import.
+
+    uv run python bench/bench_startup.py            # 15 runs each, median and spread
+    uv run python bench/bench_startup.py --runs 40
+
+Byte-compiles botctl and its dependencies first and runs with bytecode allowed (some
+environments set PYTHONDONTWRITEBYTECODE, which would recompile every module on every start:
+not what an installed tool does). Then prints, from `python -X importtime`, the slowest
+imports of `validate`, and whether the HTTP stack or deepdiff were loaded (they must not be).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "support.yaml"
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def timed(argv: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(argv, env=environment(), capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def slowest_imports(argv: list[str], count: int) -> tuple[list[tuple[int, str]], set[str]]:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv],
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
+    rows = []
+    top_level = set()
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line.split("|")
+        rows.append((int(cumulative), name))
+        top_level.add(name.strip().split(".")[0])
+    # importtime indents nested imports: one space after the bar marks an outermost one.
+    outermost = [(us, name) for us, name in rows if not name.startswith("  ")]
+    return sorted(outermost, reverse=True)[:count], top_level
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    paths = [ROOT / "src", Path(sysconfig.get_paths()["purelib"])]
+    for path in paths:
+        compileall.compile_dir(path, quiet=1, workers=0)
+    botctl = [sys.executable, "-m", "botctl"]
+    for label, argv in (
+        ("botctl --help", [*botctl, "--help"]),
+        ("botctl validate examples/support.yaml", [*botctl, "validate", str(EXAMPLE)]),
+    ):
+        times = timed(argv, args.runs)
+        print(
+            f"{label}: median {statistics.median(times):.3f} s "
+            f"({min(times):.3f}-{max(times):.3f} s over {args.runs} runs)"
+        )
+    rows, loaded = slowest_imports(["-m", "botctl", "validate", str(EXAMPLE)], 8)
+    print("\nslowest top-level imports of validate (python -X importtime, cumulative):")
+    for microseconds, name in rows:
+        print(f"  {microseconds / 1000:6.1f} ms  {name.strip()}")
+    heavy = sorted(loaded & {"httpx", "httpcore", "deepdiff", "anyio"})
+    print(f"\nHTTP stack or deepdiff loaded by validate: {', '.join(heavy) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
