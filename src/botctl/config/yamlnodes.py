@@ -14,7 +14,8 @@ import yaml
 
 from botctl.errors import Problem
 
-# libyaml's parser when PyYAML has it (it usually does): same nodes and marks, ~10x faster.
+# libyaml's parser when PyYAML has it (it usually does): the same nodes and marks, much
+# faster (see README, Benchmarks).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _STR_TAG = "tag:yaml.org,2002:str"

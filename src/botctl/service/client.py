@@ -72,7 +72,8 @@ def _user_agent() -> str:
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """httpx's verifying TLS context, built once per process and shared by every client:
-    loading the CA bundle takes ~30 ms, and a run has one client per API key."""
+    loading the CA bundle is costly (see README, Benchmarks), and a run has one client per
+    API key."""
     return httpx.create_ssl_context()
 
 
