@@ -10,6 +10,7 @@ Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,7 @@ from botctl.plan import BotRef, Operation
 from botctl.resources import attributes, settings
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
+from botctl.values import JsonValue
 
 
 class BotSpec(BaseModel):
@@ -76,12 +78,15 @@ class Live(BaseModel):
 
 @dataclass
 class BotRecord:
-    """What botctl last applied to one chatbot: the settings it sent, the attributes it
-    manages."""
+    """What botctl last applied to one chatbot, or read from it matching the configuration:
+    the settings, the attributes it manages, and which of those values were *verified* (read
+    from the service) rather than only sent."""
 
-    bot: str  # metadata.name when last applied
+    bot: str  # metadata.name when last recorded
     settings: ChatbotSettings = field(default_factory=ChatbotSettings)
     attributes: dict[str, CustomAttribute] = field(default_factory=dict)
+    verified_settings: set[str] = field(default_factory=set)  # leaf paths
+    verified_attributes: set[str] = field(default_factory=set)  # names
 
 
 @dataclass
@@ -93,11 +98,42 @@ class State:
     def record_for(self, chatbot_id: str) -> BotRecord | None:
         return self.bots.get(chatbot_id)
 
+    def record(self, bot: BotRef) -> BotRecord:
+        """The record of ``bot``, created when it has none."""
+        record = self.bots.setdefault(bot.chatbot_id, BotRecord(bot=bot.name))
+        record.bot = bot.name
+        return record
+
     def apply_operation(self, op: Operation) -> None:
-        """Fold one successful operation into the record (in memory)."""
-        record = self.bots.setdefault(op.bot.chatbot_id, BotRecord(bot=op.bot.name))
-        record.bot = op.bot.name
+        """Fold one successful operation into the record (in memory): what it sent is now
+        recorded, as sent (the read-back may verify it)."""
+        record = self.record(op.bot)
         if op.resource == "settings":
             record.settings = settings.fold(record.settings, op)
+            sent = set(op.body)
+            record.verified_settings = {
+                path for path in record.verified_settings if path.split(".", 1)[0] not in sent
+            }
         else:
             attributes.fold(record.attributes, op)
+            record.verified_attributes.discard(op.subject)
+
+    def record_verified(
+        self,
+        bot: BotRef,
+        settings_values: Mapping[str, JsonValue],
+        attribute_records: Mapping[str, CustomAttribute],
+    ) -> bool:
+        """Record values read from the service (leaf paths and attributes) as verified.
+        Returns whether anything changed."""
+        record = self.record(bot)
+        before = (record.settings, dict(record.attributes), set(record.verified_settings))
+        verified_attributes = set(record.verified_attributes)
+        if settings_values:
+            record.settings = settings.with_leaves(record.settings, settings_values)
+            record.verified_settings |= set(settings_values)
+        for name, attribute in attribute_records.items():
+            record.attributes[name] = attribute
+            record.verified_attributes.add(name)
+        after = (record.settings, record.attributes, record.verified_settings)
+        return before != after or verified_attributes != record.verified_attributes

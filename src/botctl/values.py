@@ -51,6 +51,18 @@ def flatten(value: Mapping[str, JsonValue], prefix: str = "") -> dict[str, JsonV
     return flat
 
 
+def unflatten(leaves: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """Dotted leaf paths -> the nested mapping they came from (``flatten``'s inverse)."""
+    nested: dict[str, JsonValue] = {}
+    for path, value in leaves.items():
+        *parents, last = path.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested
+
+
 def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
     """Replace every occurrence of a secret in a value shown to people (changes only: the
     requests keep the real values, which apply must send)."""

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from botctl import contract
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, Confidence, Dependency, Operation
 from botctl.resources.base import BotPlan
-from botctl.values import JsonValue, flatten, mask_secrets, same_value
+from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -261,6 +261,13 @@ def fold(recorded: ChatbotSettings, op: Operation) -> ChatbotSettings:
     (nested objects are always sent, and kept, whole)."""
     merged = {**recorded.json_fields, **op.state_record}
     return ChatbotSettings.model_validate(merged, strict=False)
+
+
+def with_leaves(recorded: ChatbotSettings, values: Mapping[str, JsonValue]) -> ChatbotSettings:
+    """The record with some leaves (dotted paths) set to the given values: what was verified
+    on the service, field by field, alongside what the record already holds."""
+    leaves = {**recorded.leaves, **values}
+    return ChatbotSettings.model_validate(unflatten(leaves), strict=False)
 
 
 def read_back_notes(op: Operation, observed: ChatbotSettings) -> list[str]:

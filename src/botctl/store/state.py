@@ -1,17 +1,22 @@
-"""The state file: botctl's record of what it last applied, for what the service cannot read back.
+"""The state file: botctl's record of what it last applied or verified, for drift and for what
+the service cannot read back.
 
 Format (JSON, versioned; one line per record so that diffs of it stay readable)::
 
-    {"format_version": 1, "lineage": "<uuid>", "serial": 7,
+    {"format_version": 2, "lineage": "<uuid>", "serial": 7,
      "bots": {"<chatbotId>": {"bot": "support",
                               "settings": {"name": "...", "styles": {...}},
-                              "attributes": {"plan_tier": {"name": ..., "type": ..., ...}}}}}
+                              "verified_settings": ["name"],
+                              "attributes": {"plan_tier": {"name": ..., "type": ..., ...}},
+                              "verified_attributes": ["plan_tier"]}}}
 
 ``lineage`` identifies one state history (a plan made against another lineage is refused);
-``serial`` grows with every write (a plan made against an older serial is stale). Writes are
-atomic (temp file + fsync + rename), so a reader or a killed process never sees half a file.
-The file is read through the same models the diff uses: a malformed file is an error that
-names the place, never a crash.
+``serial`` grows with every write (a plan made against an older serial is stale). A value is
+*verified* when the service was read holding it (after an apply, a refresh or an export), and
+only *sent* otherwise. Version 1 files (no verified marks: everything sent) are read and
+rewritten as version 2. Writes are atomic (temp file + fsync + rename), so a reader or a
+killed process never sees half a file. The file is read through the same models the diff
+uses: a malformed file is an error that names the place, never a crash.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from botctl.store.files import write_atomically
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _BOT_DEPTH = 2  # where a chatbot's record sits in the file: root -> "bots" -> chatbot id
 
 
@@ -41,7 +47,9 @@ class _RecordFile(BaseModel):
 
     bot: str
     settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
+    verified_settings: tuple[str, ...] = ()
     attributes: dict[str, CustomAttribute] = Field(default_factory=dict)
+    verified_attributes: tuple[str, ...] = ()
 
 
 class _StateFile(BaseModel):
@@ -61,33 +69,45 @@ def load_state(path: Path) -> State:
         return State()
     except OSError as exc:
         raise StateError(f"cannot read state file {path}: {exc.strerror}") from None
+    return state_from_text(text, str(path))
+
+
+def state_from_text(text: str, where: str) -> State:
+    """Parse a state document; ``where`` names it in errors (a path, a URL)."""
     try:
         data = _StateFile.model_validate_json(text)
     except ValidationError as exc:
-        _check_version(path, text)
+        _check_version(where, text)
         raise StateError(
-            f"state file {path} is not valid botctl state ({_first_problem(exc)}); restore it "
-            "from a backup, or move it away to start over (botctl then re-sends what it "
+            f"state file {where} is not valid botctl state ({_first_problem(exc)}); restore "
+            "it from a backup, or move it away to start over (botctl then re-sends what it "
             "cannot verify)"
         ) from None
-    _check_version(path, text, data.format_version)
+    _check_version(where, text, data.format_version)
     bots = {
-        chatbot_id: BotRecord(bot=rec.bot, settings=rec.settings, attributes=rec.attributes)
+        chatbot_id: BotRecord(
+            bot=rec.bot,
+            settings=rec.settings,
+            attributes=rec.attributes,
+            verified_settings=set(rec.verified_settings),
+            verified_attributes=set(rec.verified_attributes),
+        )
         for chatbot_id, rec in data.bots.items()
     }
     return State(lineage=data.lineage, serial=data.serial, bots=bots)
 
 
-def _check_version(path: Path, text: str, version: object = None) -> None:
+def _check_version(where: str, text: str, version: object = None) -> None:
     """A file of another format version is refused as such, before its content is judged."""
     if version is None:
         try:
             version = json.loads(text).get("format_version")
         except (ValueError, AttributeError):
             return
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise StateError(
-            f"state file {path} has format_version {version!r}; this botctl reads {FORMAT_VERSION}"
+            f"state file {where} has format_version {version!r}; this botctl reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
 
 
@@ -114,8 +134,22 @@ def record_document(record: BotRecord) -> dict[str, Any]:
     return {
         "bot": record.bot,
         "settings": record.settings.json_fields,
+        "verified_settings": sorted(record.verified_settings),
         "attributes": {name: a.to_json() for name, a in sorted(record.attributes.items())},
+        "verified_attributes": sorted(record.verified_attributes),
     }
+
+
+def state_text(state: State, rendered_bots: Mapping[str, RenderedJson] | None = None) -> str:
+    """The state file's text for ``state`` as it is (serial and lineage untouched)."""
+    return render_json(state_document(state, rendered_bots)) + "\n"
+
+
+def next_version(state: State) -> None:
+    """Before every write: bump the serial, and create the lineage of a new state."""
+    if state.lineage is None:
+        state.lineage = str(uuid.uuid4())
+    state.serial += 1
 
 
 # One encoder for every call: json.dumps builds a new one whenever an option is given.
@@ -148,10 +182,8 @@ def save_state(
 ) -> None:
     """Atomically replace the state file, bumping the serial (creating the lineage if new).
     ``rendered_bots``: every chatbot's record already rendered (see ``StateWriter``)."""
-    if state.lineage is None:
-        state.lineage = str(uuid.uuid4())
-    state.serial += 1
-    write_atomically(path, render_json(state_document(state, rendered_bots)) + "\n")
+    next_version(state)
+    write_atomically(path, state_text(state, rendered_bots))
 
 
 class StateWriter:
@@ -175,7 +207,11 @@ class StateWriter:
 
     def record(self, op: Operation) -> None:
         self.state.apply_operation(op)
-        self._changed.add(op.bot.chatbot_id)
+        self.touched(op.bot.chatbot_id)
+
+    def touched(self, chatbot_id: str) -> None:
+        """The record of ``chatbot_id`` changed (in ``state``): write it out soon."""
+        self._changed.add(chatbot_id)
         self._dirty = True
         if time.monotonic() - self._last_write >= self.interval:
             self.flush()
