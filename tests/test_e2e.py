@@ -158,7 +158,10 @@ def test_drift_after_dashboard_edit(bench: Bench) -> None:
     state_before = bench.state_path.read_text()
     result = bench.run("drift", str(bench.config_dir))
     assert result.exit_code == 2, result.output
-    assert 'settings name: last applied "Support Bot", now "Edited in dashboard"' in result.stdout
+    assert (
+        'settings name: recorded "Support Bot" (verified), now "Edited in dashboard"'
+        in result.stdout
+    )
     assert "attribute score" in result.stdout
     assert bench.writes() == []  # read-only
     assert bench.state_path.read_text() == state_before  # never writes state

@@ -146,7 +146,7 @@ def test_drift_detail_golden() -> None:
         live(live_bot("bot-1", {"domains": ["a.example", "b.example", "c.example"]}, [])),
         state("bot-1", settings={"domains": ["a.example", "b.example"]}),
     )
-    (outside,) = report.changed_outside
+    (outside,) = report.of("changed_outside")
     assert [(d.op, d.where, d.after) for d in outside.detail] == [("add", "[2]", "c.example")]
     for fmt in ("text", "json", "markdown"):
         check_golden(f"drift_detail.{fmt}", render_drift(report, fmt))

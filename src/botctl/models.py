@@ -35,6 +35,8 @@ class BotSpec(BaseModel):
     settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
     attributes: tuple[CustomAttribute, ...] = ()
     prune: bool = False
+    # spec.ignoreAttributes: fnmatch patterns of undeclared live attributes to leave alone.
+    ignore_attributes: tuple[str, ...] = ()
     # spec.safety.maxArchivePercent: this document's own cap on archiving in one run.
     max_archive_percent: float | None = None
     source: str = ""  # "file:line" of the document, for messages
@@ -51,6 +53,9 @@ class Desired(BaseModel):
 
     bots: tuple[BotSpec, ...] = ()
     warnings: tuple[str, ...] = ()  # located warnings from the loader, already formatted
+    # Every chatbot id the configuration declares, selected for this run or not: a live
+    # chatbot outside it is not botctl's.
+    declared_ids: frozenset[str] = frozenset()
 
 
 class LiveBot(BaseModel):
@@ -74,6 +79,9 @@ class Live(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     bots: dict[str, LiveBot] = Field(default_factory=dict)  # by chatbot id
+    # Every chatbot each account lists, by the key variable it was read with (id -> name),
+    # when the account's chatbot list could be read.
+    listed: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
 @dataclass

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from botctl.values import JsonValue
 
-Action = Literal["create", "update", "archive", "unarchive"]
+# "reassert": a value botctl cannot read back, sent again as last applied (`--reassert`).
+Action = Literal["create", "update", "archive", "unarchive", "reassert"]
 Resource = Literal["settings", "attribute"]
 Confidence = Literal["verified", "assumed", "unknown"]
 OperationKind = Literal[
@@ -25,7 +26,7 @@ OperationKind = Literal[
 ]
 ItemOp = Literal["add", "remove", "change"]
 
-ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive")
+ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive", "reassert")
 RESOURCE_OF: dict[OperationKind, Resource] = {
     "update_settings": "settings",
     "create_attribute": "attribute",
@@ -133,6 +134,9 @@ class Plan:
     violations: tuple[str, ...] = ()
     # Values marked ${secret:...}: masked wherever the plan or its requests are shown.
     secrets: frozenset[str] = frozenset()
+    # Chatbots of the configuration the service does not list: an error for each, while the
+    # others are planned as usual.
+    missing: tuple[BotRef, ...] = ()
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -152,7 +156,14 @@ class Plan:
 
     @property
     def empty(self) -> bool:
+        """Nothing to send."""
         return not self.operations
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything differs (what --detailed-exitcode reports): a plan that only
+        reasserts values it cannot read back sends requests but changes nothing known."""
+        return any(change.action != "reassert" for _, change in self.changes())
 
     def changes(self) -> Iterator[tuple[BotRef, Change]]:
         """Every change with the chatbot it belongs to, in plan order."""
@@ -165,6 +176,7 @@ class Plan:
         result: dict[str, int] = {action: counts.get(action, 0) for action in ACTIONS}
         result["unmanaged"] = len(self.unmanaged)
         result["unverified"] = self.unverified
+        result["missing"] = len(self.missing)
         result["operations"] = len(self.operations)
         return result
 
@@ -177,6 +189,7 @@ class Plan:
             "format_version": OUTPUT_FORMAT_VERSION,
             "changes": [change_document(bot, c) for bot, c in self.changes()],
             "unmanaged": [unmanaged_document(u) for u in self.unmanaged],
+            "missing": [bot_document(bot) for bot in self.missing],
             "summary": self.summary(),
             "warnings": list(self.warnings),
             "violations": list(self.violations),
@@ -207,6 +220,10 @@ def change_document(bot: BotRef, change: Change) -> dict[str, Any]:
 def detail_documents(detail: tuple[ItemChange, ...]) -> list[dict[str, Any]]:
     """Item-level detail in the JSON contract: ``{"op", "at", "before", "after"}`` each."""
     return [{"op": d.op, "at": d.where, "before": d.before, "after": d.after} for d in detail]
+
+
+def bot_document(bot: BotRef) -> dict[str, Any]:
+    return {"chatbotId": bot.chatbot_id, "bot": bot.name}
 
 
 def unmanaged_document(unmanaged: Unmanaged) -> dict[str, Any]:

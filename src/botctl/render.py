@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, ItemChange, Operation, Plan
-from botctl.reconcile.drift import DriftReport, OutsideChange
+from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
 from botctl.resources.attributes import detail_lines
 from botctl.values import JsonValue
 
@@ -41,9 +41,10 @@ def fmt(value: JsonValue) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary()
+    reassert = f", {s['reassert']} to reassert" if s["reassert"] else ""
     line = (
         f"Plan: {s['create']} to create, {s['update']} to update, {s['archive']} to archive, "
-        f"{s['unarchive']} to unarchive ({s['operations']} request(s) to send)."
+        f"{s['unarchive']} to unarchive{reassert} ({s['operations']} request(s) to send)."
     )
     extras = []
     if s["unmanaged"]:
@@ -98,6 +99,10 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     out = [summary_line(plan)]
     out.extend(f"warning: {w}" for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
+    out.extend(
+        style(f"missing: {b.name} ({b.chatbot_id}) is not listed by the service", COLOURS["warn"])
+        for b in plan.missing
+    )
     unmanaged_by_bot = {
         name: [u.name for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
@@ -137,8 +142,13 @@ def render_markdown(plan: Plan, *, colour: bool = False) -> str:
             f"> `{bot.name}` {c.path} -> {fmt(c.after)} may cut users off" for bot, c in flagged
         )
         out.append("")
-    out.extend(f"- warning: {w}" for w in plan.warnings)
-    out.extend(f"- **safety cap exceeded**: {v}" for v in plan.violations)
+    notes = [f"- warning: {w}" for w in plan.warnings]
+    notes += [f"- **safety cap exceeded**: {v}" for v in plan.violations]
+    notes += [
+        f"- **missing**: `{b.name}` ({b.chatbot_id}) is not listed by the service"
+        for b in plan.missing
+    ]
+    out += [*notes, ""] if notes else []
     if not plan.empty:
         out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
         out.extend(
@@ -165,51 +175,91 @@ def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
 
 # --- drift --------------------------------------------------------------------------------------
 
+_DRIFT_HEADINGS = {
+    "changed_outside": "Changed outside botctl (the service moved from the recorded value):",
+    "pending": "Pending (the configuration moved; the service still holds the recorded value):",
+    "conflict": "Conflicts (the service and the configuration both moved):",
+    "unknown_origin": (
+        "Unknown origin (the service differs from the configuration and nothing is recorded "
+        "to tell who moved; `botctl refresh` records a baseline once they agree):"
+    ),
+    "missing": "Missing (the service no longer lists these chatbots of the configuration):",
+    "unmanaged": (
+        "Unmanaged live attributes (declare them, archive them with prune: true, or leave "
+        "them alone with ignoreAttributes):"
+    ),
+}
 
-def _outside_lines(change: OutsideChange) -> list[str]:
-    head = f"{change.bot.name}:{_outside_line(change)}"
-    return [head, *(_item_line(item) for item in change.detail)]
 
-
-def _outside_line(change: OutsideChange) -> str:
-    last, now = change.last_applied, change.live
+def _moved(last: JsonValue, now: JsonValue) -> tuple[JsonValue, JsonValue]:
+    """For two attribute records, only the recorded fields that differ."""
     if isinstance(last, dict) and isinstance(now, dict):
-        # An attribute: name only the fields that moved.
-        moved = sorted(k for k in set(last) | set(now) if last.get(k) != now.get(k))
-        last = {k: last.get(k) for k in moved}
-        now = {k: now.get(k) for k in moved}
-    elif now is None and change.resource == "attribute":
-        return f"  ! attribute {change.path}: last applied, now missing from the service"
-    return f"  ! {change.resource} {change.path}: last applied {fmt(last)}, now {fmt(now)}"
+        keys = sorted(k for k in last if last.get(k) != now.get(k))
+        return {k: last.get(k) for k in keys}, {k: now.get(k) for k in keys}
+    return last, now
+
+
+def _drift_lines(item: DriftItem, style: Style) -> list[str]:
+    where = f"{item.resource} {item.path}"
+    now = fmt(item.live) if item.live is not None or item.resource != "attribute" else "absent"
+    if item.drift_class == "pending" and item.change is not None:
+        return change_lines(item.change, style)
+    if item.drift_class == "missing":
+        return [
+            f"  ! chatbot {item.bot.chatbot_id} is not listed by the account of "
+            f"${item.bot.api_key_env}"
+        ]
+    if item.drift_class == "unmanaged":
+        return [f"  ? attribute {item.path}"]
+    if item.drift_class == "unknown_origin":
+        return [f"  ? {where}: now {now}, configuration {fmt(item.desired)}"]
+    last, live = _moved(item.last_applied, item.live)
+    shown = fmt(live) if item.live is not None else now
+    head = f"  ! {where}: recorded {fmt(last)} ({item.basis}), now {shown}"
+    if item.drift_class == "conflict":
+        head += f", configuration {fmt(item.desired)}"
+    return [head, *(_item_line(d) for d in item.detail)]
 
 
 def drift_summary(report: DriftReport) -> str:
     s = report.summary()
     state = "Drift detected" if report.has_drift else "No drift"
-    return (
-        f"{state}: {s['changed_outside']} changed outside botctl, {s['pending']} pending "
-        f"from the configuration, {s['unmanaged']} unmanaged attribute(s); "
+    line = (
+        f"{state}: {s['changed_outside']} changed outside botctl, {s['pending']} pending, "
+        f"{s['conflicts']} conflict(s), {s['unknown_origin']} of unknown origin, "
+        f"{s['missing']} missing chatbot(s), {s['unmanaged']} unmanaged attribute(s); "
         f"{s['unverified']} managed value(s) could not be verified."
     )
+    if s["acknowledged"] or s["expired_acknowledgements"]:
+        line += (
+            f" {s['acknowledged']} acknowledged item(s) skipped; "
+            f"{s['expired_acknowledgements']} acknowledgement(s) expired."
+        )
+    return line
 
 
 def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [drift_summary(report)]
-    if report.changed_outside:
-        out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
-        for outside in report.changed_outside:
-            out.extend(_outside_lines(outside))
-    if report.pending:
-        out += ["", style("Pending (the configuration differs from the last apply):", "1")]
-        for bot, ops in _by_bot(report.pending):
-            out.append(f"{bot.name}:")
-            for op in ops:
-                for change in op.changes:
-                    out.extend(change_lines(change, style))
-    if report.unmanaged:
-        out += ["", style("Unmanaged live attributes:", "1")]
-        out.extend(f"{u.bot.name}:  ? {u.name}" for u in report.unmanaged)
+    out.extend(f"warning: {w}" for w in report.warnings)
+    for drift_class in CLASSES:
+        items = report.of(drift_class)
+        if not items:
+            continue
+        out += ["", style(_DRIFT_HEADINGS[drift_class], "1")]
+        for bot_name, group in groupby(items, lambda i: i.bot.name):
+            lines = [line for item in group for line in _drift_lines(item, style)]
+            out.append(f"{bot_name}:")
+            out.extend(lines)
+    if report.expired:
+        out += ["", style("Acknowledgements expired (counted again):", "1")]
+        out.extend(f"{i.bot.name}: {i.resource} {i.path}" for i in report.expired)
+    if report.unmanaged_chatbots:
+        out += ["", "Chatbots no document declares (not botctl's; not counted as drift):"]
+        out.extend(
+            f"  {c.chatbot_id} {fmt(c.name)} (account of ${c.api_key_env})"
+            for c in report.unmanaged_chatbots
+        )
     return "\n".join(out) + "\n"
 
 

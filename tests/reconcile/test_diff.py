@@ -9,7 +9,7 @@ import pytest
 from botctl.errors import ImpossibleChangeError
 from botctl.models import Live, State
 from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan
-from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.diff import compute_plan, missing_error
 from botctl.reconcile.safety import SafetyPolicy
 from botctl.values import mask_secrets, same_value
 from tests.factories import bot, desired, live, live_bot, state
@@ -177,9 +177,18 @@ def test_redeclared_archived_attribute_is_unarchived_not_created() -> None:
     assert changes(plan)[0].action == "unarchive"
 
 
-def test_unknown_chatbot_is_a_plan_error() -> None:
-    with pytest.raises(ImpossibleChangeError, match="does not exist"):
-        compute_plan(desired(bot()), live(live_bot(exists=False)), State())
+def test_a_missing_chatbot_is_reported_and_the_others_still_planned() -> None:
+    plan = compute_plan(
+        desired(bot(), bot("sales", "bot-2", settings={"name": "S"})),
+        live(live_bot(exists=False), live_bot("bot-2", {"name": "Old"})),
+        State(),
+    )
+    assert [b.chatbot_id for b in plan.missing] == ["bot-1"]
+    assert [(op.bot.name, op.body) for op in plan.operations] == [("sales", {"name": "S"})]
+    error = missing_error(plan)
+    assert error is not None
+    assert "support: chatbot bot-1 does not exist in the account of $BOTCTL_API_KEY" in str(error)
+    assert missing_error(compute_plan(desired(bot()), live(live_bot()), State())) is None
 
 
 def test_private_visibility_is_flagged() -> None:

@@ -84,7 +84,9 @@ def test_summary_counts_actions() -> None:
         "update": 6,
         "archive": 1,
         "unarchive": 0,
+        "reassert": 0,
         "unmanaged": 1,
         "unverified": 3,
+        "missing": 0,
         "operations": 4,
     }

@@ -20,6 +20,7 @@ from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
 from botctl.cli.plan import plan
+from botctl.cli.refresh import refresh
 from botctl.cli.schema import schema
 from botctl.cli.unlock import unlock
 from botctl.cli.validate import validate
@@ -61,7 +62,7 @@ def cli() -> None:
     """
 
 
-for _command in (validate, plan, apply, drift, export, schema, demo, unlock, sandbox):
+for _command in (validate, plan, apply, drift, refresh, export, schema, demo, unlock, sandbox):
     cli.add_command(_command)
 
 

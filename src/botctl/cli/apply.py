@@ -11,7 +11,9 @@ import click
 from botctl.cli.console import Progress, colour_enabled, err, run_async
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
+    LOCK_TIMEOUT,
     PATHS,
+    REASSERT,
     TARGETS,
     safety_options,
     service_options,
@@ -32,12 +34,12 @@ if TYPE_CHECKING:
     help="Apply this saved plan exactly as reviewed; refused if the service or state moved.",
 )
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
+@LOCK_TIMEOUT
+@REASSERT
 @click.option(
-    "--lock-timeout",
-    type=click.FloatRange(0),
-    default=0.0,
-    metavar="SECONDS",
-    help="Wait this long for another apply's state lock (default: fail at once).",
+    "--skip-missing",
+    is_flag=True,
+    help="Apply the other chatbots when some are missing from the service (still exit 1).",
 )
 @ALLOW_UNKNOWN_MODELS
 @TARGETS
@@ -48,15 +50,18 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
 
     Shows the plan and asks for confirmation on a terminal; without a terminal it refuses
     unless --auto-approve or --plan. Each operation is printed as it completes; state records
-    every applied operation, so a re-run does only what is left.
+    every applied operation, so a re-run does only what is left, and every value the service
+    was read holding as configured (the baseline drift compares against).
 
     \b
     Examples:
       botctl apply bots/                       # shows the plan, asks
       botctl apply bots/ --auto-approve        # in CI on merge
       botctl apply --plan plan.json            # exactly what was reviewed, or nothing
+      botctl apply bots/ --reassert --auto-approve   # nightly: heal write-only settings
     """
     from botctl.pipeline.flows import run_apply
+    from botctl.reconcile.diff import missing_error
     from botctl.render import render_plan
     from botctl.store.planfile import read_plan_file
 
@@ -85,15 +90,20 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         return False
 
     progress = Progress(live=colour_enabled(sys.stdout))
+    shown: list[Plan] = []
 
     def show(p: Plan) -> None:
         click.echo(render_plan(p, "text", colour=colour), nl=False)
         progress.total = len(p.operations)
+        shown.append(p)
 
     outcome = run_async(
         run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line)
     )
+    missing = missing_error(shown[0]) if shown else None
     if outcome is None:
+        if missing is not None:
+            raise missing
         return EXIT_OK
     progress.finish()
     report = outcome.report
@@ -110,4 +120,6 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
             "applied, so re-running `botctl apply` does only what is left."
         )
         return EXIT_ERROR
+    if missing is not None:
+        raise missing
     return EXIT_OK

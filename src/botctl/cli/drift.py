@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import click
@@ -10,26 +13,92 @@ from botctl.cli.console import colour_enabled, err, run_async
 from botctl.cli.options import FORMAT, config_options, service_options, workspace
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """``7d``, ``12h``, ``30m``, ``2w``, ``90s``, or plain seconds."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(value))
+        if match is None or float(match[1]) <= 0:
+            self.fail(f"{value!r} is not a duration such as 7d, 12h, 30m or 2w", param, ctx)
+        return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
+
 
 @click.command()
 @config_options
 @service_options
 @FORMAT
-def drift(fmt: str, **params: Any) -> int:
-    """Detect changes made outside botctl, pending changes and unmanaged attributes.
+@click.option(
+    "--acknowledged",
+    "acknowledged_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    metavar="FILE",
+    help="Do not count drift this file acknowledges while its live value is unchanged and "
+    "it has not expired (made by --accept).",
+)
+@click.option(
+    "--accept",
+    "accept_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the current drift to FILE as acknowledged (until now + --for), then exit 0.",
+)
+@click.option(
+    "--for",
+    "accept_for",
+    type=Duration(),
+    default="7d",
+    show_default=True,
+    help="How long --accept acknowledges: 7d, 12h, 2w...",
+)
+def drift(
+    fmt: str,
+    acknowledged_file: Path | None,
+    accept_file: Path | None,
+    accept_for: timedelta,
+    **params: Any,
+) -> int:
+    """Report what differs between the service, the configuration and botctl's record.
 
-    Read-only: sends only reads and never writes the state file. Exit 2 when anything
-    changed outside botctl, is pending, or is unmanaged; 0 when in sync.
+    Every managed value is in sync or in exactly one class: changed outside (the service
+    moved from the recorded value), pending (the configuration moved; not applied yet),
+    conflict (both moved), unknown origin (they differ and nothing is recorded: adopt with
+    `botctl refresh` or `botctl export`), missing (the service no longer lists the chatbot).
+    Unmanaged attributes count too; chatbots no document declares are only listed.
+
+    Read-only: sends only reads and never writes the state. Exit 2 when there is drift,
+    0 when in sync, 1 on error.
 
     \b
-    Example (a scheduled CI job):
-      botctl drift bots/ --format markdown
+    Examples:
+      botctl drift bots/                                  # the nightly check
+      botctl drift bots/ --accept ack.json --for 14d      # "we know, leave it"
+      botctl drift bots/ --acknowledged ack.json          # skips what ack.json covers
     """
     from botctl.pipeline.flows import make_drift
+    from botctl.reconcile.drift import acknowledge, acknowledgements_for
     from botctl.render import drift_summary, render_drift
+    from botctl.store.acknowledgements import read_acknowledgements, write_acknowledgements
 
-    report = run_async(make_drift(workspace(params)))
+    now = datetime.now(UTC)
+    entries = read_acknowledgements(acknowledged_file) if acknowledged_file else []
+    report = acknowledge(run_async(make_drift(workspace(params))), entries, now)
     click.echo(render_drift(report, fmt, colour=colour_enabled()), nl=False)
     if fmt != "text":
         err(drift_summary(report))
+    if accept_file is not None:
+        until = now + accept_for
+        write_acknowledgements(accept_file, acknowledgements_for(report, until))
+        err(
+            f"Acknowledged {len(report.items)} drift item(s) until "
+            f"{until.isoformat(timespec='seconds')} in {accept_file}; pass --acknowledged "
+            f"{accept_file} to skip them."
+        )
+        return EXIT_OK
     return EXIT_CHANGES if report.has_drift else EXIT_OK

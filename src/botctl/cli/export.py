@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from botctl.cli.console import err, run_async
+from botctl.cli.options import LOCK_TIMEOUT, STATE
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import EXIT_ERROR, EXIT_OK
 
@@ -34,6 +35,8 @@ from botctl.errors import EXIT_ERROR, EXIT_OK
     help="Service base URL ending in /api/v1 [env BOTCTL_API_URL].",
 )
 @click.option("--sandbox", is_flag=True, help="Export from the embedded sandbox.")
+@STATE
+@LOCK_TIMEOUT
 def export(
     chatbot_ids: tuple[str, ...],
     export_all: bool,
@@ -41,14 +44,24 @@ def export(
     api_key_env: str,
     api_url: str | None,
     sandbox: bool,
+    state_path: Path,
+    lock_timeout: float,
 ) -> int:
-    """Write YAML for existing chatbots from what the service lets botctl read.
+    """Write YAML for existing chatbots from what the service lets botctl read: adoption.
 
-    Settings that cannot be read are listed in a comment of each document. Review, then
-    commit: from there on, botctl manages what the documents declare.
+    Settings that cannot be read are listed in a comment of each document. With --out, the
+    values read are also recorded in the state as each chatbot's verified baseline, so
+    `botctl drift` on the written files starts clean. Review, then commit: from there on,
+    botctl manages what the documents declare.
+
+    \b
+    Examples:
+      botctl export --all --out bots/          # adopt every chatbot of the account
+      botctl export ckl123abc456               # print one document
     """
     from botctl.config.export import export_document, handle_for
-    from botctl.pipeline.flows import read_for_export
+    from botctl.pipeline.flows import read_for_export, record_export
+    from botctl.plan import BotRef
     from botctl.service.options import ServiceOptions
 
     if bool(chatbot_ids) == export_all:
@@ -65,6 +78,7 @@ def export(
     ]
     if out is None:
         click.echo("---\n".join(text for _, text in documents), nl=False)
+        err("The state was not changed: with --out, export also records each chatbot's baseline.")
         return EXIT_OK
     out.mkdir(parents=True, exist_ok=True)
     for handle, text in documents:
@@ -74,4 +88,10 @@ def export(
             return EXIT_ERROR
         target.write_text(text, encoding="utf-8")
         click.echo(f"wrote {target}")
+    exported = [
+        (BotRef(handle, bot.chatbot_id, api_key_env), bot)
+        for (handle, _), bot in zip(documents, bots, strict=True)
+    ]
+    record_export(state_path, lock_timeout, exported)
+    click.echo(f"recorded the baseline of {len(exported)} chatbot(s) in {state_path}")
     return EXIT_OK

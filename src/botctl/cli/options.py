@@ -57,6 +57,21 @@ STATE = click.option(
     help="State file: what botctl last applied [env BOTCTL_STATE].",
 )
 FORMAT = click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+REASSERT = click.option(
+    "--reassert",
+    is_flag=True,
+    envvar="BOTCTL_REASSERT",
+    help="Also send every managed setting whose current value cannot be read back (a "
+    "dashboard edit of it is invisible), folded into the one settings request per chatbot; "
+    "listed apart as `reassert` [env BOTCTL_REASSERT].",
+)
+LOCK_TIMEOUT = click.option(
+    "--lock-timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="Wait this long for another run's state lock (default: fail at once).",
+)
 
 config_options = stack(PATHS, ALLOW_UNKNOWN_MODELS, TARGETS)
 service_options = stack(
@@ -143,4 +158,6 @@ def workspace(params: dict[str, Any]) -> Workspace:
         lock_timeout=params.get("lock_timeout") or 0.0,
         policy=SafetyPolicy(max_archives=params.get("max_archives", DEFAULT_MAX_ARCHIVES)),
         force=bool(params.get("force")),
+        reassert=bool(params.get("reassert")),
+        skip_missing=bool(params.get("skip_missing")),
     )

@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from botctl.cli.console import colour_enabled, err, run_async
-from botctl.cli.options import FORMAT, config_options, safety_options, service_options, workspace
+from botctl.cli.options import (
+    FORMAT,
+    REASSERT,
+    config_options,
+    safety_options,
+    service_options,
+    workspace,
+)
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 
@@ -17,6 +24,7 @@ from botctl.errors import EXIT_CHANGES, EXIT_OK
 @service_options
 @safety_options
 @FORMAT
+@REASSERT
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -25,7 +33,8 @@ from botctl.errors import EXIT_CHANGES, EXIT_OK
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
-    help="Exit 2 when the plan has changes (0 when empty, 1 on error).",
+    help="Exit 2 when the plan has changes (0 when none, 1 on error); values only "
+    "reasserted do not count.",
 )
 def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> int:
     """Show what apply would change, and how sure botctl is of each current value.
@@ -40,6 +49,7 @@ def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> 
       botctl plan bots/ --detailed-exitcode                           # exit 2 on changes
     """
     from botctl.pipeline.flows import make_plan
+    from botctl.reconcile.diff import missing_error
     from botctl.reconcile.safety import enforce_safety
     from botctl.render import render_plan
     from botctl.store.planfile import write_plan_file
@@ -51,4 +61,7 @@ def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> 
     if out is not None:
         write_plan_file(result, out)
         err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
-    return EXIT_CHANGES if detailed_exitcode and not result.empty else EXIT_OK
+    missing = missing_error(result)
+    if missing is not None:
+        raise missing
+    return EXIT_CHANGES if detailed_exitcode and result.changed else EXIT_OK

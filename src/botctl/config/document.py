@@ -54,6 +54,11 @@ class Spec(_Strict):
         description="Archive live attributes that botctl never managed and this document "
         "does not declare.",
     )
+    ignoreAttributes: tuple[Annotated[str, StringConstraints(min_length=1)], ...] = Field(
+        default=(),
+        description="Glob patterns (fnmatch) of live attributes this document does not declare "
+        "and botctl must leave alone: neither reported as unmanaged nor archived.",
+    )
     safety: Safety | None = None
 
 

@@ -45,7 +45,11 @@ def load_desired(
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems)
     warnings = tuple(str(p) for p in sorted(problems))
-    return Desired(bots=tuple(bot for bot, _ in bots), warnings=warnings)
+    return Desired(
+        bots=tuple(bot for bot, _ in bots),
+        warnings=warnings,
+        declared_ids=frozenset(bot.chatbot_id for bot, _ in bots),
+    )
 
 
 def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -147,6 +151,7 @@ def _bot(
         settings=spec.settings,
         attributes=spec.customAttributes,
         prune=spec.prune,
+        ignore_attributes=spec.ignoreAttributes,
         max_archive_percent=spec.safety.maxArchivePercent if spec.safety else None,
         source=f"{doc.file}:{doc.start[0]}",
         secret_values=frozenset(interpolate.secrets),

@@ -1,18 +1,20 @@
 """The commands' pipelines: plan, drift, apply (with its lock, state recording and read-back),
-and the reads of export."""
+refresh, and export's reads and baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import BotctlError, ReadsUnavailable, ServiceError
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.plan import BotRef, Plan
+from botctl.reconcile import baseline
 from botctl.reconcile.apply import ApplyReport, OpResult, apply_plan
-from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.diff import compute_plan, missing_error
 from botctl.reconcile.drift import DriftReport, compute_drift
 from botctl.reconcile.freshness import check_fresh, verify_applied
 from botctl.reconcile.safety import enforce_safety
@@ -21,7 +23,7 @@ from botctl.service.connect import connect
 from botctl.service.live import read_live
 from botctl.service.options import ServiceOptions
 from botctl.store.lock import StateLock
-from botctl.store.state import StateWriter, load_state
+from botctl.store.state import StateWriter, load_state, save_state
 
 
 @dataclass(frozen=True)
@@ -31,24 +33,36 @@ class ApplyOutcome:
     not_taken: tuple[str, ...]  # values the service did not keep as sent
 
 
+@dataclass(frozen=True)
+class RefreshOutcome:
+    bots: int  # chatbots of the run
+    settings: int  # settings values recorded as verified
+    attributes: int  # attributes recorded as verified
+    differing: int  # declared values the service holds differently (not recorded)
+    missing: tuple[BotRef, ...]
+    written: bool  # whether the state changed
+
+
+async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> Live:
+    async with connect(_refs(bots), ws.environ, ws.service) as clients:
+        return await read_live(bots, clients, concurrency=ws.parallelism)
+
+
 async def make_plan(ws: Workspace) -> Plan:
     desired = load(ws)
     state = load_state(ws.state_path)
-    async with connect(_refs(desired.bots), ws.environ, ws.service) as clients:
-        live = await read_live(desired.bots, clients, concurrency=ws.parallelism)
-    return _compute_plan(desired, live, state, ws)
+    return _compute_plan(desired, await _read(ws, desired.bots), state, ws)
 
 
 def _compute_plan(desired: Desired, live: Live, state: State, ws: Workspace) -> Plan:
     with collector_paused():
-        return compute_plan(desired, live, state, ws.policy)
+        return compute_plan(desired, live, state, ws.policy, reassert=ws.reassert)
 
 
 async def make_drift(ws: Workspace) -> DriftReport:
     desired = load(ws)
     state = load_state(ws.state_path)
-    async with connect(_refs(desired.bots), ws.environ, ws.service) as clients:
-        live = await read_live(desired.bots, clients, concurrency=ws.parallelism)
+    live = await _read(ws, desired.bots)
     with collector_paused():
         return compute_drift(desired, live, state)
 
@@ -61,8 +75,9 @@ async def run_apply(
     confirm: Callable[[Plan], bool],
     on_result: Callable[[OpResult], None],
 ) -> ApplyOutcome | None:
-    """Plan (or take the saved plan), show it, check the safety caps, ask ``confirm``, apply,
-    record state, verify. Returns None when the plan was empty or not confirmed."""
+    """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
+    ask ``confirm``, record the baseline the service verified, apply, record state, read
+    back. Returns None when there was nothing to send or it was not confirmed."""
     desired = load(ws) if saved is None else None
     if saved is not None:
         ws.secrets.update(saved.secrets)
@@ -78,13 +93,25 @@ async def run_apply(
                 check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)
                 plan = saved
             show(plan)
+            missing = missing_error(plan)
+            if missing is not None and not ws.skip_missing:
+                raise BotctlError(
+                    f"{missing}\nNothing was applied (--skip-missing applies the others)."
+                )
+            writer = StateWriter(state, ws.state_path)
             if plan.empty:
+                _record(writer, baseline.matching(desired, live) if desired else ())
+                writer.flush()
                 return None
             enforce_safety(plan, force=ws.force)
             if not confirm(plan):
                 return None
-            report = await _apply_recording(plan, clients, state, ws, on_result)
-            notes = await _read_back(report, bots, clients, ws)
+            _record(writer, baseline.matching(desired, live) if desired else ())
+            try:
+                report = await _apply_recording(plan, clients, writer, ws, on_result)
+                notes = await _read_back(report, bots, clients, writer, ws)
+            finally:
+                writer.flush()
     return ApplyOutcome(plan, report, tuple(notes))
 
 
@@ -106,35 +133,40 @@ def _bots_of(saved: Plan | None) -> list[BotSpec]:
     return [BotSpec(name=r.name, chatbot_id=r.chatbot_id, api_key_env=r.api_key_env) for r in refs]
 
 
+def _record(writer: StateWriter, found: Iterable[baseline.Verified]) -> None:
+    """Record values read from the service as verified, in the state ``writer`` writes."""
+    for verified in found:
+        if writer.state.record_verified(verified.bot, verified.settings, verified.attributes):
+            writer.touched(verified.bot.chatbot_id)
+
+
 async def _apply_recording(
     plan: Plan,
     clients: Mapping[str, ServiceClient],
-    state: State,
+    writer: StateWriter,
     ws: Workspace,
     on_result: Callable[[OpResult], None],
 ) -> ApplyReport:
     """Apply, recording each success in the state file as it happens (coalesced)."""
-    writer = StateWriter(state, ws.state_path)
 
     def record(result: OpResult) -> None:
         if result.status == "applied":
             writer.record(result.operation)
         on_result(result)
 
-    try:
-        return await apply_plan(plan, clients, on_result=record, parallelism=ws.parallelism)
-    finally:
-        writer.flush()
+    return await apply_plan(plan, clients, on_result=record, parallelism=ws.parallelism)
 
 
 async def _read_back(
     report: ApplyReport,
     bots: Sequence[BotSpec],
     clients: Mapping[str, ServiceClient],
+    writer: StateWriter,
     ws: Workspace,
 ) -> list[str]:
-    """Re-read the chatbots written to and compare. A failing read only costs the check: the
-    writes are done and recorded, so it must not turn the apply into an error."""
+    """Re-read the chatbots written to: record what reads back as sent as verified, and
+    report what does not. A failing read only costs the check: the writes are done and
+    recorded, so it must not turn the apply into an error."""
     written = {r.operation.bot.chatbot_id for r in report.results if r.status == "applied"}
     touched = [b for b in bots if b.chatbot_id in written]
     if not touched:
@@ -143,7 +175,31 @@ async def _read_back(
         after = await read_live(touched, clients, concurrency=ws.parallelism)
     except ServiceError as exc:
         return [f"could not read back to verify: {exc}"]
+    _record(writer, baseline.read_back(report, after))
     return verify_applied(report, after)
+
+
+async def run_refresh(ws: Workspace) -> RefreshOutcome:
+    """Record, as verified, every declared value the service holds: the baseline of chatbots
+    adopted with hand-written YAML. Read-only on the service; writes the state only."""
+    desired = load(ws)
+    with StateLock(ws.state_path, timeout=ws.lock_timeout, command="refresh"):
+        state = load_state(ws.state_path)
+        live = await _read(ws, desired.bots)
+        writer = StateWriter(state, ws.state_path)
+        found = list(baseline.matching(desired, live))
+        _record(writer, found)
+        written = writer.dirty
+        writer.flush()
+    plan = compute_plan(desired, live, state)
+    return RefreshOutcome(
+        bots=len(desired.bots),
+        settings=sum(len(v.settings) for v in found),
+        attributes=sum(len(v.attributes) for v in found),
+        differing=sum(1 for _, c in plan.changes() if c.confidence == "verified"),
+        missing=plan.missing,
+        written=written,
+    )
 
 
 async def read_for_export(
@@ -171,3 +227,18 @@ async def read_for_export(
             "offer it: nothing to export"
         )
     return [live.bots[c] for c in chatbot_ids]
+
+
+def record_export(
+    state_path: Path, lock_timeout: float, exported: Sequence[tuple[BotRef, LiveBot]]
+) -> None:
+    """Record what an export read as the baseline of each chatbot it wrote, so that drift on
+    the exported files starts clean."""
+    with StateLock(state_path, timeout=lock_timeout, command="export"):
+        state = load_state(state_path)
+        changed = False
+        for bot, seen in exported:
+            found = baseline.observed(bot, seen)
+            changed |= state.record_verified(bot, found.settings, found.attributes)
+        if changed:
+            save_state(state, state_path)

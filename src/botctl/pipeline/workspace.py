@@ -29,6 +29,8 @@ class Workspace:
     lock_timeout: float = 0.0
     policy: SafetyPolicy = field(default_factory=SafetyPolicy)
     force: bool = False  # accept a plan that exceeds the safety caps
+    reassert: bool = False  # also send managed settings that cannot be read back
+    skip_missing: bool = False  # apply the others when chatbots are missing
     # Values marked ${secret:...} once the configuration is loaded, for masking debug traces.
     secrets: set[str] = field(default_factory=set)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from botctl.errors import ImpossibleChangeError
+from botctl.errors import ImpossibleChangeError, PlanError
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.plan import Change, Operation, Plan
 from botctl.reconcile.detail import has_items, item_changes
@@ -20,12 +20,21 @@ from botctl.resources.settings import plan_settings
 
 
 def compute_plan(
-    desired: Desired, live: Live, state: State, policy: SafetyPolicy | None = None
+    desired: Desired,
+    live: Live,
+    state: State,
+    policy: SafetyPolicy | None = None,
+    *,
+    reassert: bool = False,
 ) -> Plan:
     """The plan that makes the service match ``desired``; raises ImpossibleChangeError listing
-    every change the API cannot make (unknown chatbot, attribute type change). Safety caps
-    the plan exceeds are recorded in ``Plan.violations`` (the caller refuses it)."""
-    parts = [plan_bot(bot, live.bots.get(bot.chatbot_id), state) for bot in desired.bots]
+    every change the API cannot make (an attribute's type). A chatbot the service does not
+    list is in ``Plan.missing`` and the others are planned as usual. Safety caps the plan
+    exceeds are recorded in ``Plan.violations`` (the caller refuses it)."""
+    parts = [
+        plan_bot(bot, live.bots.get(bot.chatbot_id), state, reassert=reassert)
+        for bot in desired.bots
+    ]
     problems = [
         f"{bot.name} ({bot.source}): {problem}"
         for bot, part in zip(desired.bots, parts, strict=True)
@@ -42,9 +51,12 @@ def compute_plan(
         depends_on=tuple(d for part in parts for d in part.depends_on),
         state_serial=state.serial if state.lineage else None,
         state_lineage=state.lineage,
-        warnings=desired.warnings,
+        warnings=(*desired.warnings, *(w for part in parts for w in part.warnings)),
         bots=tuple(bot.ref for bot in desired.bots),
         secrets=frozenset(v for bot in desired.bots for v in bot.secret_values),
+        missing=tuple(
+            bot.ref for bot, part in zip(desired.bots, parts, strict=True) if part.missing
+        ),
     )
     violations = safety_violations(
         plan,
@@ -55,14 +67,27 @@ def compute_plan(
     return replace(plan, violations=violations) if violations else plan
 
 
-def plan_bot(bot: BotSpec, live: LiveBot | None, state: State) -> BotPlan:
+def missing_error(plan: Plan) -> PlanError | None:
+    """The error a plan with chatbots the service does not list ends with (after the others
+    were planned)."""
+    if not plan.missing:
+        return None
+    lines = [
+        f"{bot.name}: chatbot {bot.chatbot_id} does not exist in the account of "
+        f"${bot.api_key_env} (the chatbot list does not contain it)"
+        for bot in plan.missing
+    ]
+    return PlanError(
+        "\n".join(lines) + "\nFix its chatbotId or remove its document; the other chatbots "
+        "were planned as usual."
+    )
+
+
+def plan_bot(bot: BotSpec, live: LiveBot | None, state: State, *, reassert: bool) -> BotPlan:
     """One chatbot's part of the plan: each resource kind plans its own slice."""
     out = BotPlan()
     if live is not None and not live.exists:
-        out.problems.append(
-            f"chatbot {bot.chatbot_id} does not exist in the account of ${bot.api_key_env} "
-            "(the chatbot list does not contain it)"
-        )
+        out.missing = True
         return out
     record = state.record_for(bot.chatbot_id)
     ref, secrets = bot.ref, bot.secret_values
@@ -73,6 +98,7 @@ def plan_bot(bot: BotSpec, live: LiveBot | None, state: State) -> BotPlan:
         record.settings if record is not None else None,
         secrets,
         out,
+        reassert=reassert,
     )
     plan_attributes(
         ref,
@@ -80,6 +106,7 @@ def plan_bot(bot: BotSpec, live: LiveBot | None, state: State) -> BotPlan:
         live.attributes if live is not None else None,
         record.attributes if record is not None else {},
         prune=bot.prune,
+        ignore=bot.ignore_attributes,
         secrets=secrets,
         out=out,
     )

@@ -1,143 +1,371 @@
-"""Drift: how the service, the YAML and botctl's record of what it last applied disagree.
+"""Drift: how the service, the configuration and botctl's record (what it last applied or
+verified) disagree, value by value.
 
-* changed outside: a value read from the service now differs from what botctl last applied
-  (someone edited the bot in the dashboard);
-* pending: the YAML differs from what was last applied (a merge that was never applied);
-* unmanaged: live attributes botctl never managed and the YAML does not declare;
-* unverified: managed values the service does not let botctl read.
+Drift is computed from the very plan ``botctl plan`` makes, so the two always agree: every
+change of that plan whose current value is known is classified by the record of it:
+
+=================  ===================================================================
+class              meaning
+=================  ===================================================================
+changed outside    the service moved away from the recorded value (a dashboard edit)
+pending            the configuration moved from the recorded value; the service still holds
+                   it (a merge not yet applied); also a change botctl can only assume
+conflict           both moved
+unknown origin     the service differs from the configuration and nothing is recorded to
+                   tell who moved (adopt with ``botctl refresh`` once they agree)
+missing            the service no longer lists a chatbot of the configuration
+unmanaged          a live attribute botctl never managed, the configuration does not declare
+=================  ===================================================================
+
+A value whose current value cannot be read and whose record matches the configuration is
+in sync as far as anyone can tell (it is counted as unverified). Chatbots an account lists
+that no document declares are reported, never counted: they are not botctl's.
 
 Read-only and pure: it takes what was read and never writes state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
 
-from botctl.models import BotRecord, BotSpec, Desired, Live, LiveBot, State
+from botctl.models import BotRecord, BotSpec, Desired, Live, State
 from botctl.plan import (
     OUTPUT_FORMAT_VERSION,
     BotRef,
+    Change,
     ItemChange,
-    Operation,
     Resource,
-    Unmanaged,
+    bot_document,
     change_document,
     detail_documents,
-    unmanaged_document,
 )
 from botctl.reconcile.detail import item_changes
 from botctl.reconcile.diff import compute_plan
+from botctl.store.acknowledgements import Acknowledgement
 from botctl.values import JsonValue, mask_secrets, same_value
+
+DriftClass = Literal[
+    "changed_outside", "pending", "conflict", "unknown_origin", "missing", "unmanaged"
+]
+CLASSES: tuple[DriftClass, ...] = (
+    "changed_outside",
+    "pending",
+    "conflict",
+    "unknown_origin",
+    "missing",
+    "unmanaged",
+)
+Basis = Literal["verified", "sent"]
 
 
 @dataclass(frozen=True)
-class OutsideChange:
+class DriftItem:
+    """One managed value (or chatbot, or unmanaged attribute) that is not in sync."""
+
     bot: BotRef
-    resource: Resource
-    path: str
-    last_applied: JsonValue
-    live: JsonValue
-    detail: tuple[ItemChange, ...] = ()  # the items of a list setting that moved
+    drift_class: DriftClass
+    resource: Resource | Literal["chatbot"]
+    path: str  # settings leaf, attribute name, or the chatbot id for "missing"
+    live: JsonValue = None  # what the service holds now (masked); None: absent or unknown
+    desired: JsonValue = None  # what the configuration declares (masked)
+    last_applied: JsonValue = None  # what the state records (masked)
+    basis: Basis | None = None  # how the recorded value is known
+    change: Change | None = None  # the plan's change, for pending items
+    detail: tuple[ItemChange, ...] = ()  # items of a list setting that moved
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What an acknowledgement names: chatbot, resource, path."""
+        return (self.bot.chatbot_id, self.resource, self.path)
 
     def to_document(self) -> dict[str, Any]:
-        document = {
+        if self.drift_class == "pending" and self.change is not None:
+            return change_document(self.bot, self.change)
+        if self.drift_class == "missing":
+            return bot_document(self.bot)
+        document: dict[str, Any] = {
             "chatbotId": self.bot.chatbot_id,
             "bot": self.bot.name,
             "resource": self.resource,
             "key": self.path,
-            "last_applied": self.last_applied,
-            "live": self.live,
         }
+        if self.drift_class in ("changed_outside", "conflict"):
+            document["last_applied"] = self.last_applied
+            document["basis"] = self.basis
+        document["live"] = self.live
+        if self.drift_class in ("conflict", "unknown_origin"):
+            document["desired"] = self.desired
         if self.detail:
             document["detail"] = detail_documents(self.detail)
         return document
 
 
 @dataclass(frozen=True)
+class UnmanagedChatbot:
+    chatbot_id: str
+    name: str
+    api_key_env: str
+
+
+@dataclass(frozen=True)
 class DriftReport:
-    changed_outside: tuple[OutsideChange, ...]
-    pending: tuple[Operation, ...]
-    unmanaged: tuple[Unmanaged, ...]
+    items: tuple[DriftItem, ...]  # every item not in sync, acknowledged ones included
     unverified: int
     bots: tuple[BotRef, ...]
+    unmanaged_chatbots: tuple[UnmanagedChatbot, ...] = ()
+    acknowledged: frozenset[tuple[str, str, str]] = frozenset()  # item keys skipped
+    expired: tuple[DriftItem, ...] = ()  # items whose acknowledgement has expired
+    warnings: tuple[str, ...] = field(default=())
+
+    def of(self, drift_class: DriftClass) -> tuple[DriftItem, ...]:
+        return tuple(i for i in self.counted if i.drift_class == drift_class)
+
+    @property
+    def counted(self) -> tuple[DriftItem, ...]:
+        return tuple(i for i in self.items if i.key not in self.acknowledged)
 
     @property
     def has_drift(self) -> bool:
-        return bool(self.changed_outside or self.pending or self.unmanaged)
+        return bool(self.counted)
 
     def summary(self) -> dict[str, int]:
-        return {
-            "changed_outside": len(self.changed_outside),
-            "pending": sum(len(op.changes) for op in self.pending),
-            "unmanaged": len(self.unmanaged),
-            "unverified": self.unverified,
+        counts: dict[str, int] = {
+            ("conflicts" if name == "conflict" else name): len(self.of(name)) for name in CLASSES
         }
+        counts["unverified"] = self.unverified
+        counts["unmanaged_chatbots"] = len(self.unmanaged_chatbots)
+        counts["acknowledged"] = len(self.items) - len(self.counted)
+        counts["expired_acknowledgements"] = len(self.expired)
+        return counts
 
     def to_document(self) -> dict[str, Any]:
         """The published JSON contract of ``botctl drift --format json``."""
+        docs = {name: [i.to_document() for i in self.of(name)] for name in CLASSES}
         return {
             "format_version": OUTPUT_FORMAT_VERSION,
             "drift": self.has_drift,
-            "changed_outside": [c.to_document() for c in self.changed_outside],
-            "pending": [change_document(op.bot, c) for op in self.pending for c in op.changes],
-            "unmanaged": [unmanaged_document(u) for u in self.unmanaged],
+            "changed_outside": docs["changed_outside"],
+            "pending": docs["pending"],
+            "conflicts": docs["conflict"],
+            "unknown_origin": docs["unknown_origin"],
+            "missing": docs["missing"],
+            "unmanaged": [unmanaged_document_of(i) for i in self.of("unmanaged")],
+            "unmanaged_chatbots": [
+                {"chatbotId": c.chatbot_id, "name": c.name, "apiKeyEnv": c.api_key_env}
+                for c in self.unmanaged_chatbots
+            ],
+            "acknowledged": [
+                {
+                    "chatbotId": i.bot.chatbot_id,
+                    "bot": i.bot.name,
+                    "resource": i.resource,
+                    "key": i.path,
+                    "class": i.drift_class,
+                }
+                for i in self.items
+                if i.key in self.acknowledged
+            ],
+            "expired_acknowledgements": [
+                {
+                    "chatbotId": i.bot.chatbot_id,
+                    "bot": i.bot.name,
+                    "resource": i.resource,
+                    "key": i.path,
+                }
+                for i in self.expired
+            ],
             "summary": self.summary(),
+            "warnings": list(self.warnings),
         }
 
 
+def unmanaged_document_of(item: DriftItem) -> dict[str, Any]:
+    return {"chatbotId": item.bot.chatbot_id, "bot": item.bot.name, "name": item.path}
+
+
 def compute_drift(desired: Desired, live: Live, state: State) -> DriftReport:
-    # Pending is the plan botctl would make if the service were exactly as last applied.
-    pending = compute_plan(desired, Live(), state)
-    current = compute_plan(desired, live, state)
-    outside = [
-        change
-        for bot in desired.bots
-        for change in _outside_changes(
-            bot, live.bots.get(bot.chatbot_id), state.record_for(bot.chatbot_id)
+    plan = compute_plan(desired, live, state)
+    specs = {bot.chatbot_id: bot for bot in desired.bots}
+    items: list[DriftItem] = [
+        DriftItem(bot, "missing", "chatbot", bot.chatbot_id) for bot in plan.missing
+    ]
+    for bot, change in plan.changes():
+        spec = specs[bot.chatbot_id]
+        item = _classify(spec, change, live, state.record_for(bot.chatbot_id))
+        if item is not None:
+            items.append(item)
+    items += [
+        DriftItem(
+            u.bot,
+            "unmanaged",
+            "attribute",
+            u.name,
+            live=_live_attribute(live, u.bot.chatbot_id, u.name, specs[u.bot.chatbot_id]),
         )
+        for u in plan.unmanaged
     ]
     return DriftReport(
-        changed_outside=tuple(sorted(outside, key=lambda c: (c.bot.name, c.resource, c.path))),
-        pending=pending.operations,
-        unmanaged=current.unmanaged,
-        unverified=current.unverified,
-        bots=current.bots,
+        items=tuple(sorted(items, key=_order)),
+        unverified=plan.unverified,
+        bots=plan.bots,
+        unmanaged_chatbots=_unmanaged_chatbots(desired, live),
+        warnings=plan.warnings,
     )
 
 
-def _outside_changes(
-    bot: BotSpec, live: LiveBot | None, record: BotRecord | None
-) -> list[OutsideChange]:
-    if live is None or record is None:
-        return []
-    found: list[OutsideChange] = []
-    declared = bot.settings.leaves
-    if live.settings is not None:
-        observed = live.settings.leaves
-        for path, last in record.settings.leaves.items():
-            if path in declared and path in observed and not same_value(observed[path], last):
-                found.append(_outside(bot, "settings", path, last, observed[path]))
-    if live.attributes is not None:
-        for name, recorded in record.attributes.items():
-            last_applied = recorded.to_json()
-            live_attribute = live.attributes.get(name)
-            now = live_attribute.to_json() if live_attribute is not None else None
-            if now is None or any(not same_value(now.get(k), v) for k, v in last_applied.items()):
-                found.append(_outside(bot, "attribute", name, last_applied, now))
-    return found
+def _order(item: DriftItem) -> tuple[str, int, str, str]:
+    return (item.bot.name, CLASSES.index(item.drift_class), item.resource, item.path)
 
 
-def _outside(
-    bot: BotSpec, resource: Resource, path: str, last: JsonValue, now: JsonValue
-) -> OutsideChange:
-    last_applied = mask_secrets(last, bot.secret_values)
-    live = mask_secrets(now, bot.secret_values)
-    return OutsideChange(
-        bot=bot.ref,
-        resource=resource,
-        path=path,
-        last_applied=last_applied,
-        live=live,
-        detail=item_changes(last_applied, live) if resource == "settings" else (),
+def _classify(
+    spec: BotSpec, change: Change, live: Live, record: BotRecord | None
+) -> DriftItem | None:
+    bot = spec.ref
+    if change.action == "reassert" or change.confidence == "unknown":
+        return None  # nothing known to compare: counted as unverified
+    if change.confidence == "assumed":
+        return DriftItem(
+            bot,
+            "pending",
+            change.resource,
+            change.path,
+            change=change,
+            last_applied=change.before,
+            desired=change.after,
+            basis="sent",
+        )
+    now, want, recorded, basis = _values(spec, change, live, record)
+    masked = [mask_secrets(v, spec.secret_values) for v in _shown(spec, change, live, record)]
+    detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
+    if basis is None:
+        # Nothing recorded. An attribute that does not exist was declared since: attributes
+        # are never deleted, so the configuration moved. Any other value: nobody can tell.
+        if change.action == "create":
+            return DriftItem(bot, "pending", change.resource, change.path, change=change)
+        return DriftItem(
+            bot, "unknown_origin", change.resource, change.path, live=masked[0], desired=masked[1]
+        )
+    if same_value(recorded, now):
+        return DriftItem(
+            bot,
+            "pending",
+            change.resource,
+            change.path,
+            change=change,
+            last_applied=masked[2],
+            basis=basis,
+        )
+    drift_class: DriftClass = "changed_outside" if same_value(recorded, want) else "conflict"
+    return DriftItem(
+        bot,
+        drift_class,
+        change.resource,
+        change.path,
+        live=masked[0],
+        desired=masked[1],
+        last_applied=masked[2],
+        basis=basis,
+        detail=detail,
     )
+
+
+def _values(
+    spec: BotSpec, change: Change, live: Live, record: BotRecord | None
+) -> tuple[JsonValue, JsonValue, JsonValue, Basis | None]:
+    """Unmasked: the live, declared and recorded values of what ``change`` is about, and
+    how the recorded one is known (None: nothing recorded)."""
+    seen = live.bots[spec.chatbot_id]
+    if change.resource == "settings":
+        now = seen.settings.leaves.get(change.path) if seen.settings is not None else None
+        want = spec.settings.leaves.get(change.path)  # None: a sub-field the request removes
+        if record is None or change.path not in record.settings.leaves:
+            return now, want, None, None
+        basis: Basis = "verified" if change.path in record.verified_settings else "sent"
+        return now, want, record.settings.leaves[change.path], basis
+    declared = next((a for a in spec.attributes if a.name == change.path), None)
+    fields = declared.managed() if declared is not None else {"archived": True}
+    current = seen.attributes.get(change.path) if seen.attributes is not None else None
+    now = _project(current.to_json(), fields) if current is not None else None
+    if record is None or change.path not in record.attributes:
+        return now, fields, None, None
+    recorded = _project(record.attributes[change.path].to_json(), fields)
+    basis = "verified" if change.path in record.verified_attributes else "sent"
+    return now, fields, recorded, basis
+
+
+def _shown(
+    spec: BotSpec, change: Change, live: Live, record: BotRecord | None
+) -> tuple[JsonValue, JsonValue, JsonValue]:
+    """What a reader is shown: for an attribute, its whole records (live, declared as a create
+    would send it, recorded), so the report says which attribute, not only which fields."""
+    if change.resource == "settings":
+        now, want, recorded, _ = _values(spec, change, live, record)
+        return now, want, recorded
+    seen = live.bots[spec.chatbot_id].attributes or {}
+    current = seen.get(change.path)
+    declared = next((a for a in spec.attributes if a.name == change.path), None)
+    kept = record.attributes.get(change.path) if record is not None else None
+    return (
+        current.to_json() if current is not None else None,
+        declared.create_body() if declared is not None else change.after,
+        kept.to_json() if kept is not None else None,
+    )
+
+
+def _project(attribute: Mapping[str, JsonValue], fields: Iterable[str]) -> dict[str, JsonValue]:
+    """An attribute's fields that the configuration manages (a label it does not declare is
+    not botctl's)."""
+    return {name: attribute.get(name) for name in fields}
+
+
+def _live_attribute(live: Live, chatbot_id: str, name: str, spec: BotSpec) -> JsonValue:
+    seen = live.bots.get(chatbot_id)
+    attribute = seen.attributes.get(name) if seen is not None and seen.attributes else None
+    return mask_secrets(attribute.to_json(), spec.secret_values) if attribute else None
+
+
+def _unmanaged_chatbots(desired: Desired, live: Live) -> tuple[UnmanagedChatbot, ...]:
+    declared = desired.declared_ids | {bot.chatbot_id for bot in desired.bots}
+    found: dict[str, UnmanagedChatbot] = {}
+    for env, listing in live.listed.items():
+        for chatbot_id, name in listing.items():
+            if chatbot_id not in declared:
+                found.setdefault(chatbot_id, UnmanagedChatbot(chatbot_id, name, env))
+    return tuple(sorted(found.values(), key=lambda c: (c.api_key_env, c.chatbot_id)))
+
+
+def acknowledge(
+    report: DriftReport, entries: Iterable[Acknowledgement], now: datetime
+) -> DriftReport:
+    """The report with the items an unexpired acknowledgement of the same live value covers
+    left uncounted; items whose acknowledgement has expired are listed as such."""
+    by_key = {entry.key: entry for entry in entries}
+    skipped: set[tuple[str, str, str]] = set()
+    expired = []
+    for item in report.items:
+        entry = by_key.get(item.key)
+        if entry is None or not same_value(entry.live, item.live):
+            continue
+        if entry.until > now:
+            skipped.add(item.key)
+        else:
+            expired.append(item)
+    return DriftReport(
+        items=report.items,
+        unverified=report.unverified,
+        bots=report.bots,
+        unmanaged_chatbots=report.unmanaged_chatbots,
+        acknowledged=frozenset(skipped),
+        expired=tuple(expired),
+        warnings=report.warnings,
+    )
+
+
+def acknowledgements_for(report: DriftReport, until: datetime) -> list[Acknowledgement]:
+    """Every drift item of ``report``, accepted until ``until``."""
+    return [
+        Acknowledgement(i.bot.chatbot_id, i.resource, i.path, i.live, until) for i in report.items
+    ]

@@ -19,6 +19,7 @@ about it, in one place.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, Protocol
 
@@ -112,17 +113,22 @@ def plan_attributes(
     recorded: Mapping[str, CustomAttribute],
     *,
     prune: bool,
+    ignore: Sequence[str] = (),
     secrets: frozenset[str],
     out: BotPlan,
 ) -> None:
     """``observed`` is None when the attribute list could not be read; ``recorded`` holds the
-    attributes botctl manages (from state)."""
+    attributes botctl manages (from state). Live attributes the declaration does not name and
+    that match an ``ignore`` pattern (fnmatch) are left alone: neither reported as unmanaged
+    nor archived."""
     for attribute in declared:
         _plan_declared(bot, attribute, observed, recorded, secrets, out)
     current = observed if observed is not None else recorded
     out.active_attributes = sum(not a.archived for a in current.values())
     names = {attribute.name for attribute in declared}
     for name in sorted(set(current) - names):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in ignore):
+            continue
         managed = name in recorded
         _plan_undeclared(bot, current[name], observed is not None, managed, prune, secrets, out)
 

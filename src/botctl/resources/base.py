@@ -17,3 +17,5 @@ class BotPlan:
     unverified: int = 0  # managed values whose current value could not be read
     active_attributes: int = 0  # attributes not archived now (verified or assumed)
     problems: list[str] = field(default_factory=list)  # changes the API cannot make
+    warnings: list[str] = field(default_factory=list)  # what a reviewer should know
+    missing: bool = False  # the service does not list this chatbot

@@ -26,7 +26,15 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from botctl import contract
-from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, Confidence, Dependency, Operation
+from botctl.plan import (
+    FLAG_CUTS_OFF_USERS,
+    Action,
+    BotRef,
+    Change,
+    Confidence,
+    Dependency,
+    Operation,
+)
 from botctl.resources.base import BotPlan
 from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
 
@@ -183,9 +191,13 @@ def plan_settings(
     recorded: ChatbotSettings | None,
     secrets: frozenset[str],
     out: BotPlan,
+    *,
+    reassert: bool = False,
 ) -> None:
     """Compare every declared leaf with the best knowledge of its current value: read now
-    (``verified``), else last applied (``assumed``), else ``unknown`` (then it is sent)."""
+    (``verified``), else last applied (``assumed``), else ``unknown`` (then it is sent).
+    With ``reassert``, a value that cannot be read back is sent again even when botctl last
+    applied it as declared (a dashboard edit of it is invisible to every read)."""
     observed_leaves = observed.leaves if observed is not None else {}
     recorded_leaves = recorded.leaves if recorded is not None else {}
     changes: list[Change] = []
@@ -195,13 +207,16 @@ def plan_settings(
             out.depends_on.append(Dependency(bot.chatbot_id, "settings", path, before))
         else:
             out.unverified += 1
+        action: Action = "update"
         if confidence != "unknown" and same_value(before, after):
-            continue
+            if not (reassert and confidence == "assumed"):
+                continue
+            action = "reassert"
         changes.append(
             Change(
                 resource="settings",
                 path=path,
-                action="update",
+                action=action,
                 before=mask_secrets(before, secrets),
                 after=mask_secrets(after, secrets),
                 confidence=confidence,
@@ -209,7 +224,76 @@ def plan_settings(
             )
         )
     if changes:
+        changes += _removed_subfields(bot, declared, observed, recorded, changes, secrets, out)
         out.operations.append(update_operation(bot, declared, changes))
+
+
+def _removed_subfields(
+    bot: BotRef,
+    declared: ChatbotSettings,
+    observed: ChatbotSettings | None,
+    recorded: ChatbotSettings | None,
+    changes: list[Change],
+    secrets: frozenset[str],
+    out: BotPlan,
+) -> list[Change]:
+    """A nested object is sent whole: every sub-field the service holds and the declaration
+    does not is removed or reset by the request. Show each one the current value of is known
+    (read now, else last applied); when neither is known, warn once per chatbot."""
+    sent = {change.path.split(".", 1)[0] for change in changes}
+    removals: list[Change] = []
+    unknown: list[str] = []
+    for name in sorted(sent):
+        value = declared.json_fields.get(name)
+        if not isinstance(value, dict):
+            continue
+        current, confidence = _current_object(name, observed, recorded)
+        declared_leaves = flatten({name: value})
+        if current is None:
+            if set(model_leaves(name)) - set(declared_leaves):
+                unknown.append(name)
+            continue
+        for path, before in flatten({name: current}).items():
+            if path not in declared_leaves:
+                removals.append(
+                    Change(
+                        "settings", path, "update", mask_secrets(before, secrets), None, confidence
+                    )
+                )
+    if unknown:
+        verb = "is" if len(unknown) == 1 else "are"
+        out.warnings.append(
+            f"{bot.name}: {' and '.join(unknown)} {verb} sent whole; sub-fields the "
+            "configuration does not declare may be reset by the service (their current values "
+            "cannot be read)"
+        )
+    return removals
+
+
+def _current_object(
+    name: str, observed: ChatbotSettings | None, recorded: ChatbotSettings | None
+) -> tuple[dict[str, JsonValue] | None, Confidence]:
+    if observed is not None and isinstance(observed.json_fields.get(name), dict):
+        return observed.json_fields[name], "verified"
+    if recorded is not None and isinstance(recorded.json_fields.get(name), dict):
+        return recorded.json_fields[name], "assumed"
+    return None, "unknown"
+
+
+@functools.cache
+def model_leaves(name: str) -> tuple[str, ...]:
+    """Every leaf path a nested settings object can hold (``styles.theme``, ...)."""
+
+    def walk(model: type[BaseModel], prefix: str) -> list[str]:
+        paths = []
+        for field, info in model.model_fields.items():
+            inner = nested_model(info.annotation)
+            path = f"{prefix}{field}"
+            paths += walk(inner, f"{path}.") if inner is not None else [path]
+        return paths
+
+    inner = nested_model(ChatbotSettings.model_fields[name].annotation)
+    return tuple(walk(inner, f"{name}.")) if inner is not None else (name,)
 
 
 def _current(

@@ -49,8 +49,18 @@ async def read_live(
         bots={
             bot.chatbot_id: _live_bot(bot, records[id(clients[bot.api_key_env])], attrs)
             for bot, attrs in zip(targets, attribute_lists, strict=True)
-        }
+        },
+        listed={
+            env: {chatbot_id: _name(record) for chatbot_id, record in listing.items()}
+            for env in sorted({bot.api_key_env for bot in bots})
+            if (listing := records[id(clients[env])]) is not None
+        },
     )
+
+
+def _name(record: Mapping[str, Any]) -> str:
+    name = record.get("name")
+    return name if isinstance(name, str) else ""
 
 
 def _distinct_clients(

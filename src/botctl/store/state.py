@@ -205,6 +205,11 @@ class StateWriter:
         # -inf, not 0: monotonic time starts near 0 at boot, and the first record must write.
         self._last_write = float("-inf")
 
+    @property
+    def dirty(self) -> bool:
+        """Whether the state holds records not written yet."""
+        return self._dirty
+
     def record(self, op: Operation) -> None:
         self.state.apply_operation(op)
         self.touched(op.bot.chatbot_id)

@@ -1,0 +1,53 @@
+"""``botctl refresh``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from botctl.cli.console import run_async
+from botctl.cli.options import LOCK_TIMEOUT, config_options, service_options, workspace
+from botctl.errors import EXIT_OK
+
+
+@click.command()
+@config_options
+@service_options
+@LOCK_TIMEOUT
+def refresh(**params: Any) -> int:
+    """Record what the service verifiably holds as configured: a baseline for drift.
+
+    Reads the service (never writes to it) and records in the state every declared value
+    the service holds as declared, as verified. A chatbot adopted with hand-written YAML gets
+    its baseline this way; values that differ are left unrecorded (`botctl drift` shows them
+    as of unknown origin until they agree or are applied). Takes the state lock like apply.
+
+    \b
+    Example:
+      botctl refresh bots/ && botctl drift bots/
+    """
+    from botctl.pipeline.flows import run_refresh
+    from botctl.plan import Plan
+    from botctl.reconcile.diff import missing_error
+
+    ws = workspace(params)
+    outcome = run_async(run_refresh(ws))
+    click.echo(
+        f"Refreshed {outcome.bots} chatbot(s): {outcome.settings} setting value(s) and "
+        f"{outcome.attributes} attribute(s) verified as configured; "
+        + (
+            f"the state {ws.state_path} was updated."
+            if outcome.written
+            else f"the state {ws.state_path} already recorded them."
+        )
+    )
+    if outcome.differing:
+        click.echo(
+            f"{outcome.differing} declared value(s) differ from the service and were not "
+            "recorded: `botctl drift` lists them, `botctl apply` makes them so."
+        )
+    missing = missing_error(Plan(missing=outcome.missing))
+    if missing is not None:
+        raise missing
+    return EXIT_OK
