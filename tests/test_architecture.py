@@ -20,6 +20,7 @@ RANKS: list[set[str]] = [
     {"cli"},
     {"pipeline"},
     {"render"},
+    {"annotations"},  # GitHub workflow commands, escaped: for render and the CLI
     {"reconcile"},
     {"config", "service", "store"},  # siblings: none imports another
     {"models"},

@@ -1,14 +1,11 @@
-"""Pure renderers: Plan / DriftReport -> str, in a registry by format name.
-
-Text is what a reviewer reads in a terminal or CI log; markdown is for a pull-request comment
-(summary first, details collapsible); JSON is the versioned contract (see README).
-"""
+"""Text, what a reviewer reads in a terminal or CI log, and JSON, the versioned contract (see
+README); the pieces of text the other formats reuse (summary lines, one change's lines)."""
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import groupby
 
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, ItemChange, Operation, Plan
@@ -102,7 +99,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
         name: [u.name for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
     }
-    for bot, ops in _by_bot(plan.operations):
+    for bot, ops in by_bot(plan.operations):
         out.append("")
         out.append(style(f"{bot.name} ({bot.chatbot_id})", "1"))
         for op in ops:
@@ -120,7 +117,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def _by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
+def by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
     return [(bot, list(ops)) for bot, ops in groupby(operations, lambda op: op.bot)]
 
 
@@ -128,50 +125,15 @@ def render_json(plan: Plan, *, colour: bool = False) -> str:
     return json.dumps(plan.to_document(), indent=2, ensure_ascii=False) + "\n"
 
 
-def render_markdown(plan: Plan, *, colour: bool = False) -> str:
-    out = ["### botctl plan", "", f"**{summary_line(plan)}**", ""]
-    flagged = plan.flagged(FLAG_CUTS_OFF_USERS)
-    if flagged:
-        out.append("> [!WARNING]")
-        out.extend(
-            f"> `{bot.name}` {c.path} -> {fmt(c.after)} may cut users off" for bot, c in flagged
-        )
-        out.append("")
-    out.extend(f"- warning: {w}" for w in plan.warnings)
-    out.extend(f"- **safety cap exceeded**: {v}" for v in plan.violations)
-    if not plan.empty:
-        out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
-        out.extend(
-            f"| {bot.name} | {c.action} | {c.resource} | `{c.path}` | {c.confidence} |"
-            for bot, c in plan.changes()
-        )
-        out += ["", "<details><summary>Details</summary>", "", "```diff"]
-        out.extend(render_text(plan).rstrip("\n").splitlines()[1:])
-        out += ["```", "", "</details>"]
-    return "\n".join(out) + "\n"
-
-
-PlanRenderer = Callable[..., str]
-PLAN_RENDERERS: dict[str, PlanRenderer] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-}
-
-
-def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
-    return PLAN_RENDERERS[fmt_name](plan, colour=colour)
-
-
 # --- drift --------------------------------------------------------------------------------------
 
 
-def _outside_lines(change: OutsideChange) -> list[str]:
-    head = f"{change.bot.name}:{_outside_line(change)}"
+def outside_lines(change: OutsideChange) -> list[str]:
+    head = f"{change.bot.name}:{outside_line(change)}"
     return [head, *(_item_line(item) for item in change.detail)]
 
 
-def _outside_line(change: OutsideChange) -> str:
+def outside_line(change: OutsideChange) -> str:
     last, now = change.last_applied, change.live
     if isinstance(last, dict) and isinstance(now, dict):
         # An attribute: name only the fields that moved.
@@ -199,10 +161,10 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     if report.changed_outside:
         out += ["", style("Changed outside botctl (the service differs from the last apply):", "1")]
         for outside in report.changed_outside:
-            out.extend(_outside_lines(outside))
+            out.extend(outside_lines(outside))
     if report.pending:
         out += ["", style("Pending (the configuration differs from the last apply):", "1")]
-        for bot, ops in _by_bot(report.pending):
+        for bot, ops in by_bot(report.pending):
             out.append(f"{bot.name}:")
             for op in ops:
                 for change in op.changes:
@@ -215,19 +177,3 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
 
 def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:
     return json.dumps(report.to_document(), indent=2, ensure_ascii=False) + "\n"
-
-
-def render_drift_markdown(report: DriftReport, *, colour: bool = False) -> str:
-    body = render_drift_text(report).rstrip("\n").splitlines()
-    return "\n".join(["### botctl drift", "", f"**{body[0]}**", "", "```", *body[1:], "```"]) + "\n"
-
-
-DRIFT_RENDERERS: dict[str, Callable[..., str]] = {
-    "text": render_drift_text,
-    "json": render_drift_json,
-    "markdown": render_drift_markdown,
-}
-
-
-def render_drift(report: DriftReport, fmt_name: str, *, colour: bool = False) -> str:
-    return DRIFT_RENDERERS[fmt_name](report, colour=colour)
