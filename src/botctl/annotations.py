@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from botctl.errors import BotctlError, ConfigError
 
@@ -108,3 +109,40 @@ def error_annotations(exc: BotctlError, *, title: str) -> list[str]:
     errors = sum(p.severity == "error" for p in exc.problems)
     summary = f"{errors} error(s) in the configuration; nothing was sent."
     return [*lines, annotation("error", summary, title=title)]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    properties: dict[str, str] = field(default_factory=dict)
+    data: str = ""
+
+
+def parse_command(line: str) -> Command | None:
+    """A line as the runner reads it (actions/runner ``ActionCommand.TryParseV2``): the
+    command it would run, unescaped, or None for a plain line. Reading back what botctl
+    printed, and checking that nothing else in it is a command."""
+    line = line.lstrip()
+    if not line.startswith("::"):
+        return None
+    end = line.find("::", 2)
+    if end < 0:
+        return None
+    info, data = line[2:end], line[end + 2 :]
+    name, _, props = info.partition(" ")
+    properties = {}
+    for pair in props.strip().split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key and value:
+            properties[key] = _unescape(value, _PROPERTY_ESCAPES)
+    return Command(name, properties, _unescape(data, _DATA_ESCAPES))
+
+
+_DATA_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
+_PROPERTY_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%"))
+
+
+def _unescape(text: str, escapes: tuple[tuple[str, str], ...]) -> str:
+    for escaped, char in escapes:  # in the runner's order
+        text = text.replace(escaped, char)
+    return text
