@@ -34,14 +34,15 @@ _LOCATED = re.compile(
 )
 
 
-def _visible(text: str) -> str:
+def visible(text: str) -> str:
+    """Control characters shown as ``\\xNN``; ``##[`` and ``##vso[`` without their ``[``."""
     text = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return _LEGACY_PREFIX.sub(lambda m: m.group()[:-1] + "%5B", text)
 
 
 def escape_data(text: str) -> str:
     """The message of a command: one line, whatever ``text`` holds."""
-    return _visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -92,7 +93,7 @@ def located_annotation(level: str, text: str, *, title: str) -> str:
 def inert_block(lines: Iterable[str]) -> list[str]:
     """Plain text lines that the runner shows and never executes (control characters shown
     as ``\\xNN`` as in every command)."""
-    body = [_visible(line) for line in lines]
+    body = [visible(line) for line in lines]
     token = "botctl-" + hashlib.sha256("\n".join(body).encode()).hexdigest()[:40]
     return [f"::stop-commands::{token}", *body, f"::{token}::"]
 

@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from botctl import markdown as md
-from botctl.annotations import annotation, parse_command
+from botctl.annotations import annotation, parse_command, visible
 from botctl.render import COMMENT_LIMIT
+from botctl.render import blocks as md
 
 COMMANDS = ("validate", "plan", "apply", "drift")
 EXIT_CHANGES = 2
@@ -94,13 +94,13 @@ def botctl_argv(inputs: Inputs, comment_file: Path) -> list[str]:
 def run(inputs: Inputs, comment_file: Path) -> Outcome:
     argv = botctl_argv(inputs, comment_file)
     if inputs.command == "apply":
-        code, output = _stream_inert(argv)
+        code, output = stream_inert(argv)
         applied = sum(int(n) for n in _APPLIED.findall(output))
         return Outcome(code, applied > 0, apply_comment(output, code))
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     # --format github prints only workflow commands, escaped: the runner may read them.
     sys.stdout.write(done.stdout)
-    _print_inert(done.stderr.splitlines())
+    print_inert(done.stderr.splitlines())
     comment = comment_file.read_text(encoding="utf-8")
     if not comment:  # validate, or a plan or drift that failed before its report
         comment = problems_comment(inputs.command, done.returncode, done.stdout, done.stderr)
@@ -161,7 +161,7 @@ def marker(command: str) -> str:
     return f"<!-- botctl:{command} -->"
 
 
-def _stream_inert(argv: Sequence[str]) -> tuple[int, str]:
+def stream_inert(argv: Sequence[str]) -> tuple[int, str]:
     """Run, relaying output line by line as it comes, between stop-commands markers (a random
     token: the output cannot end the block), and return the code and the output."""
     token = "botctl-" + secrets.token_hex(16)
@@ -173,16 +173,16 @@ def _stream_inert(argv: Sequence[str]) -> tuple[int, str]:
         assert process.stdout is not None
         for line in process.stdout:
             captured.append(line)
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            print(visible(line.rstrip("\n")), flush=True)
     print(f"::{token}::", flush=True)
     return process.returncode, "".join(captured)
 
 
-def _print_inert(lines: Sequence[str]) -> None:
+def print_inert(lines: Sequence[str]) -> None:
     if lines:
         token = "botctl-" + secrets.token_hex(16)
-        print("\n".join([f"::stop-commands::{token}", *lines, f"::{token}::"]), flush=True)
+        shown = [visible(line) for line in lines]
+        print("\n".join([f"::stop-commands::{token}", *shown, f"::{token}::"]), flush=True)
 
 
 def set_outputs(path: str, outputs: Mapping[str, str]) -> None:

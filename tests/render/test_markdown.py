@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from botctl.plan import BotRef, Change, Operation, Plan, Unmanaged
+from botctl.plan import BotRef, Change, Operation, OperationKind, Plan, Unmanaged
 from botctl.reconcile.drift import DriftReport, OutsideChange
 from botctl.render import blocks as md
-from botctl.render import (
+from botctl.render.markdown import (
     COMMENT_LIMIT,
     DRIFT_MARKER,
     PLAN_MARKER,
@@ -34,7 +34,7 @@ def attribute_op(i: int, action: str, label: str = "Label") -> Operation:
         after=after if action != "archive" else {**after, "archived": True},
         confidence="verified",
     )
-    kind = "create_attribute" if action == "create" else "update_attribute"
+    kind: OperationKind = "create_attribute" if action == "create" else "update_attribute"
     return Operation(bot_ref(i), kind, change.path, {}, {}, (change,))
 
 
