@@ -210,12 +210,24 @@ def test_the_action_annotates_errors_and_fails(runner: Runner, bench: Bench) -> 
     assert comment.startswith("<!-- botctl:plan -->\n### botctl plan\n\n**botctl plan failed**")
 
 
-def test_a_bad_command_input_is_an_error_annotation(runner: Runner) -> None:
-    run = runner.run(command="destroy", path="config/")
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"command": "destroy"}, "must be one of validate, plan, apply, drift, got 'destroy'"),
+        ({"command": "plan", "args": "--format=json"}, "must not set --format=json"),
+        ({"command": "drift", "args": "--comment-out x.md"}, "must not set --comment-out"),
+        ({"command": "plan", "args": "--target 'unclosed"}, "split like a shell line"),
+    ],
+)
+def test_bad_inputs_are_an_error_annotation(
+    runner: Runner, bench: Bench, inputs: dict[str, str], message: str
+) -> None:
+    run = runner.run(path="config/", **inputs)
     assert run.returncode == 1
     (error,) = executed(run.stdout)
     assert error.name == "error"
-    assert "must be one of validate, plan, apply, drift, got 'destroy'" in error.data
+    assert message in error.data
+    assert bench.requests() == []
 
 
 # --- the step's parts ---------------------------------------------------------------------------

@@ -65,6 +65,11 @@ class Inputs:
             raise InputError(
                 f"inputs 'path' and 'args' are split like a shell line: {exc}"
             ) from None
+        # The step reads --format github's output as workflow commands it may pass on: another
+        # format there would hand the runner unescaped text.
+        taken = [a for a in args if a.split("=", 1)[0] in ("--format", "--comment-out")]
+        if taken:
+            raise InputError(f"input 'args' must not set {taken[0]}: the action sets it")
         return cls(command, paths, environ.get("INPUT_STATE", "").strip(), args)
 
 
