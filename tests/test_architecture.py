@@ -16,10 +16,11 @@ SRC = Path(__file__).parents[1] / "src" / "botctl"
 
 # Layers, top to bottom: a module may import its own package and any layer below its own.
 RANKS: list[set[str]] = [
-    {"__main__"},
+    {"__main__", "github_action"},  # entry points: `python -m botctl`, the GitHub Action
     {"cli"},
     {"pipeline"},
     {"render"},
+    {"annotations"},  # GitHub workflow commands, escaped: for render and the CLI
     {"reconcile"},
     {"config", "service", "store"},  # siblings: none imports another
     {"models"},

@@ -62,7 +62,7 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "github"])
 def test_plan_golden(fmt: str) -> None:
     check_golden(f"plan.{fmt}", render_plan(sample_plan(), fmt))
 
@@ -101,7 +101,7 @@ def test_drift_golden() -> None:
         state("bot-1", settings={"name": "Support Bot"}, attributes={"tier": TIER}),
     )
     assert report.has_drift
-    for fmt in ("text", "json", "markdown"):
+    for fmt in ("text", "json", "markdown", "github"):
         check_golden(f"drift.{fmt}", render_drift(report, fmt))
 
 

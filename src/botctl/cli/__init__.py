@@ -15,6 +15,7 @@ import click
 
 from botctl import __version__
 from botctl.cli.apply import apply
+from botctl.cli.completion import completion
 from botctl.cli.console import err
 from botctl.cli.demo import demo
 from botctl.cli.drift import drift
@@ -62,7 +63,19 @@ def cli() -> None:
     """
 
 
-for _command in (validate, plan, apply, drift, refresh, export, schema, demo, unlock, sandbox):
+for _command in (
+    validate,
+    plan,
+    apply,
+    drift,
+    refresh,
+    export,
+    schema,
+    demo,
+    completion,
+    unlock,
+    sandbox,
+):
     cli.add_command(_command)
 
 

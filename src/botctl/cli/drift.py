@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
+from botctl.cli.ci import errors_as_annotations, write_comment
 from botctl.cli.console import colour_enabled, err, run_async
-from botctl.cli.options import FORMAT, config_options, service_options, workspace
+from botctl.cli.options import COMMENT_OUT, FORMAT, config_options, service_options, workspace
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -57,8 +58,10 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in ne
     show_default=True,
     help="How long --accept acknowledges: 7d, 12h, 2w...",
 )
+@COMMENT_OUT
 def drift(
     fmt: str,
+    comment_out: Path | None,
     acknowledged_file: Path | None,
     accept_file: Path | None,
     accept_for: timedelta,
@@ -83,14 +86,18 @@ def drift(
     """
     from botctl.pipeline.flows import make_drift
     from botctl.reconcile.drift import acknowledge, acknowledgements_for
-    from botctl.render import drift_summary, render_drift
+    from botctl.render import drift_summary, render_drift, render_drift_comment
     from botctl.store.acknowledgements import read_acknowledgements, write_acknowledgements
 
     now = datetime.now(UTC)
-    entries = read_acknowledgements(acknowledged_file) if acknowledged_file else []
-    report = acknowledge(run_async(make_drift(workspace(params))), entries, now)
-    click.echo(render_drift(report, fmt, colour=colour_enabled()), nl=False)
-    if fmt != "text":
+    ws = workspace(params)
+    with errors_as_annotations(fmt, "botctl drift"):
+        entries = read_acknowledgements(acknowledged_file) if acknowledged_file else []
+        report = acknowledge(run_async(make_drift(ws)), entries, now)
+        click.echo(render_drift(report, fmt, colour=colour_enabled()), nl=False)
+        if comment_out is not None:
+            write_comment(comment_out, render_drift_comment(report))
+    if fmt in ("json", "markdown"):
         err(drift_summary(report))
     if accept_file is not None:
         until = now + accept_for

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
 from botctl.cli.console import err
 from botctl.defaults import DEFAULT_MAX_ARCHIVES, DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from botctl.pipeline.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
-FORMATS = click.Choice(["text", "json", "markdown"])
+# github: workflow-command annotations for GitHub Actions (see README "In CI").
+FORMATS = click.Choice(["text", "json", "markdown", "github"])
 
 
 def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -40,11 +42,32 @@ ALLOW_UNKNOWN_MODELS = click.option(
     help="Accept a settings model missing from botctl's list (a warning, not an "
     "error): for models the service released after this botctl.",
 )
+
+
+def complete_targets(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """--target NAME<Tab>: the chatbot names of the PATHs typed so far (else of the current
+    directory), read from the YAML alone: completion never contacts the service."""
+    from botctl.config.names import declared_names
+
+    # While the option's value is missing, click's resilient parse stops before it assigns
+    # positional arguments: the PATHs typed so far are then still in ctx.args.
+    paths = ctx.params.get("paths") or tuple(Path(arg) for arg in ctx.args) or (Path("."),)
+    taken = set(ctx.params.get("targets") or ())
+    return [
+        CompletionItem(name)
+        for name in declared_names(paths)
+        if name.startswith(incomplete) and name not in taken
+    ]
+
+
 TARGETS = click.option(
     "--target",
     "targets",
     multiple=True,
     metavar="NAME",
+    shell_complete=complete_targets,
     help="Only the chatbot with this metadata.name (repeatable).",
 )
 STATE = click.option(
@@ -56,7 +79,31 @@ STATE = click.option(
     show_default=True,
     help="State file: what botctl last applied [env BOTCTL_STATE].",
 )
-FORMAT = click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=FORMATS,
+    default="text",
+    show_default=True,
+    help="github: annotations and a folded log for GitHub Actions (errors on the files).",
+)
+VALIDATE_FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "github"]),
+    default="text",
+    show_default=True,
+    help="github: each problem as an annotation on its file and line in GitHub Actions.",
+)
+COMMENT_OUT = click.option(
+    "--comment-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Also write the Markdown report as a pull-request or issue comment: it starts "
+    "with a hidden marker (<!-- botctl:plan --> or <!-- botctl:drift -->) to find and "
+    "update one comment in place, and stays under 60,000 characters (summary and "
+    "archives first, the rest folded, '... N more changes' when cut).",
+)
 REASSERT = click.option(
     "--reassert",
     is_flag=True,

@@ -7,8 +7,10 @@ from typing import Any
 
 import click
 
+from botctl.cli.ci import errors_as_annotations, write_comment
 from botctl.cli.console import colour_enabled, err, run_async
 from botctl.cli.options import (
+    COMMENT_OUT,
     FORMAT,
     REASSERT,
     config_options,
@@ -30,13 +32,20 @@ from botctl.errors import EXIT_CHANGES, EXIT_OK
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also save the plan to FILE, for `botctl apply --plan FILE` to apply as reviewed.",
 )
+@COMMENT_OUT
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
     help="Exit 2 when the plan has changes (0 when none, 1 on error); values only "
     "reasserted do not count.",
 )
-def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> int:
+def plan(
+    fmt: str,
+    out: Path | None,
+    comment_out: Path | None,
+    detailed_exitcode: bool,
+    **params: Any,
+) -> int:
     """Show what apply would change, and how sure botctl is of each current value.
 
     Confidence: verified (read from the service now), assumed (what botctl last applied,
@@ -47,21 +56,25 @@ def plan(fmt: str, out: Path | None, detailed_exitcode: bool, **params: Any) -> 
       botctl plan bots/
       botctl plan bots/ --format markdown --out plan.json > plan.md   # in a pull request
       botctl plan bots/ --detailed-exitcode                           # exit 2 on changes
+      botctl plan bots/ --format github --comment-out plan.md         # in GitHub Actions
     """
     from botctl.pipeline.flows import make_plan
     from botctl.reconcile.diff import missing_error
     from botctl.reconcile.safety import enforce_safety
-    from botctl.render import render_plan
+    from botctl.render import render_plan, render_plan_comment
     from botctl.store.planfile import write_plan_file
 
     ws = workspace(params)
-    result = run_async(make_plan(ws))
-    click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
-    enforce_safety(result, force=ws.force)
-    if out is not None:
-        write_plan_file(result, out)
-        err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
-    missing = missing_error(result)
-    if missing is not None:
-        raise missing
+    with errors_as_annotations(fmt, "botctl plan"):
+        result = run_async(make_plan(ws))
+        click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
+        if comment_out is not None:
+            write_comment(comment_out, render_plan_comment(result))
+        enforce_safety(result, force=ws.force)
+        if out is not None:
+            write_plan_file(result, out)
+            err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
+        missing = missing_error(result)
+        if missing is not None:
+            raise missing
     return EXIT_CHANGES if detailed_exitcode and result.changed else EXIT_OK

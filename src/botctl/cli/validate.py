@@ -6,21 +6,33 @@ from typing import Any
 
 import click
 
+from botctl.cli.ci import errors_as_annotations
 from botctl.cli.console import print_warnings
-from botctl.cli.options import config_options, workspace
+from botctl.cli.options import VALIDATE_FORMAT, config_options, workspace
 from botctl.errors import EXIT_OK
 
 
 @click.command()
 @config_options
-def validate(**params: Any) -> int:
+@VALIDATE_FORMAT
+def validate(fmt: str, **params: Any) -> int:
     """Check the configuration offline (never contacts the service).
 
-    Reports every problem at once, each as file:line:col. Exit 0 when valid, 1 otherwise.
+    Reports every problem at once, each as file:line:col (--format github: as annotations on
+    those lines). Exit 0 when valid, 1 otherwise.
     """
     from botctl.pipeline.workspace import load
 
-    desired = load(workspace(params))
+    with errors_as_annotations(fmt, "botctl validate"):
+        desired = load(workspace(params))
+    message = f"Configuration valid: {len(desired.bots)} chatbot(s)."
+    if fmt == "github":
+        from botctl.annotations import annotation, located_annotation
+
+        for warning in desired.warnings:
+            click.echo(located_annotation("warning", warning, title="botctl validate"))
+        click.echo(annotation("notice", message, title="botctl validate"))
+        return EXIT_OK
     print_warnings(desired.warnings)
-    click.echo(f"Configuration valid: {len(desired.bots)} chatbot(s).")
+    click.echo(message)
     return EXIT_OK

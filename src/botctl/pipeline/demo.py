@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import botctl
 from botctl.models import Desired
 from botctl.pipeline.flows import apply_unattended, make_drift, make_plan
 from botctl.pipeline.workspace import Workspace, load
@@ -23,8 +24,11 @@ Echo = Callable[[str], None]
 
 
 def find_examples() -> Path | None:
-    """examples/ of the working directory, else of the source checkout botctl runs from."""
-    for candidate in (Path("examples"), Path(__file__).resolve().parents[3] / "examples"):
+    """The example configuration botctl ships, whatever the working directory: package data
+    of an installed wheel (botctl/examples), else examples/ of the source checkout botctl runs
+    from (src/botctl -> the repository root), where the wheel takes them from."""
+    package = Path(botctl.__file__).resolve().parent
+    for candidate in (package / "examples", package.parents[1] / "examples"):
         if candidate.is_dir() and any(candidate.glob("*.y*ml")):
             return candidate
     return None
@@ -106,6 +110,7 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     echo(render_drift(report, "text", colour=colour))
     echo(
         "Next: `botctl apply` would put the dashboard edit back; `botctl sandbox serve "
-        "--api-key dev` runs this sandbox as a real HTTP server; README.md has the reference."
+        "--api-key dev` runs this sandbox as a real HTTP server; `botctl COMMAND --help` and "
+        "botctl's README have the reference."
     )
     return applied_ok and again.empty and report.has_drift

@@ -1,14 +1,11 @@
-"""Pure renderers: Plan / DriftReport -> str, in a registry by format name.
-
-Text is what a reviewer reads in a terminal or CI log; markdown is for a pull-request comment
-(summary first, details collapsible); JSON is the versioned contract (see README).
-"""
+"""Text, what a reviewer reads in a terminal or CI log, and JSON, the versioned contract (see
+README); the pieces of text the other formats reuse (summary lines, one change's lines)."""
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import groupby
 
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, ItemChange, Operation, Plan
@@ -31,6 +28,9 @@ class Style:
 
     def __call__(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+PLAIN = Style(False)
 
 
 def fmt(value: JsonValue) -> str:
@@ -107,7 +107,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
         name: [u.name for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
     }
-    for bot, ops in _by_bot(plan.operations):
+    for bot, ops in by_bot(plan.operations):
         out.append("")
         out.append(style(f"{bot.name} ({bot.chatbot_id})", "1"))
         for op in ops:
@@ -125,7 +125,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def _by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
+def by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
     return [(bot, list(ops)) for bot, ops in groupby(operations, lambda op: op.bot)]
 
 
@@ -133,49 +133,9 @@ def render_json(plan: Plan, *, colour: bool = False) -> str:
     return json.dumps(plan.to_document(), indent=2, ensure_ascii=False) + "\n"
 
 
-def render_markdown(plan: Plan, *, colour: bool = False) -> str:
-    out = ["### botctl plan", "", f"**{summary_line(plan)}**", ""]
-    flagged = plan.flagged(FLAG_CUTS_OFF_USERS)
-    if flagged:
-        out.append("> [!WARNING]")
-        out.extend(
-            f"> `{bot.name}` {c.path} -> {fmt(c.after)} may cut users off" for bot, c in flagged
-        )
-        out.append("")
-    notes = [f"- warning: {w}" for w in plan.warnings]
-    notes += [f"- **safety cap exceeded**: {v}" for v in plan.violations]
-    notes += [
-        f"- **missing**: `{b.name}` ({b.chatbot_id}) is not listed by the service"
-        for b in plan.missing
-    ]
-    out += [*notes, ""] if notes else []
-    if not plan.empty:
-        out += ["| bot | action | resource | key | confidence |", "|---|---|---|---|---|"]
-        out.extend(
-            f"| {bot.name} | {c.action} | {c.resource} | `{c.path}` | {c.confidence} |"
-            for bot, c in plan.changes()
-        )
-        out += ["", "<details><summary>Details</summary>", "", "```diff"]
-        out.extend(render_text(plan).rstrip("\n").splitlines()[1:])
-        out += ["```", "", "</details>"]
-    return "\n".join(out) + "\n"
-
-
-PlanRenderer = Callable[..., str]
-PLAN_RENDERERS: dict[str, PlanRenderer] = {
-    "text": render_text,
-    "json": render_json,
-    "markdown": render_markdown,
-}
-
-
-def render_plan(plan: Plan, fmt_name: str, *, colour: bool = False) -> str:
-    return PLAN_RENDERERS[fmt_name](plan, colour=colour)
-
-
 # --- drift --------------------------------------------------------------------------------------
 
-_DRIFT_HEADINGS = {
+DRIFT_HEADINGS = {
     "changed_outside": "Changed outside botctl (the service moved from the recorded value):",
     "pending": "Pending (the configuration moved; the service still holds the recorded value):",
     "conflict": "Conflicts (the service and the configuration both moved):",
@@ -199,7 +159,7 @@ def _moved(last: JsonValue, now: JsonValue) -> tuple[JsonValue, JsonValue]:
     return last, now
 
 
-def _drift_lines(item: DriftItem, style: Style) -> list[str]:
+def drift_lines(item: DriftItem, style: Style) -> list[str]:
     where = f"{item.resource} {item.path}"
     now = fmt(item.live) if item.live is not None or item.resource != "attribute" else "absent"
     if item.drift_class == "pending" and item.change is not None:
@@ -246,9 +206,9 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
         items = report.of(drift_class)
         if not items:
             continue
-        out += ["", style(_DRIFT_HEADINGS[drift_class], "1")]
+        out += ["", style(DRIFT_HEADINGS[drift_class], "1")]
         for bot_name, group in groupby(items, lambda i: i.bot.name):
-            lines = [line for item in group for line in _drift_lines(item, style)]
+            lines = [line for item in group for line in drift_lines(item, style)]
             out.append(f"{bot_name}:")
             out.extend(lines)
     if report.expired:
@@ -265,19 +225,3 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
 
 def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:
     return json.dumps(report.to_document(), indent=2, ensure_ascii=False) + "\n"
-
-
-def render_drift_markdown(report: DriftReport, *, colour: bool = False) -> str:
-    body = render_drift_text(report).rstrip("\n").splitlines()
-    return "\n".join(["### botctl drift", "", f"**{body[0]}**", "", "```", *body[1:], "```"]) + "\n"
-
-
-DRIFT_RENDERERS: dict[str, Callable[..., str]] = {
-    "text": render_drift_text,
-    "json": render_drift_json,
-    "markdown": render_drift_markdown,
-}
-
-
-def render_drift(report: DriftReport, fmt_name: str, *, colour: bool = False) -> str:
-    return DRIFT_RENDERERS[fmt_name](report, colour=colour)

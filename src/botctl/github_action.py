@@ -1,0 +1,232 @@
+"""The botctl GitHub Action's step (``action.yml``): run one botctl command, then hand its
+results to the workflow. ``python -m botctl.github_action``, inputs in the environment.
+
+action.yml passes the inputs as ``INPUT_COMMAND``, ``INPUT_PATH``, ``INPUT_STATE`` and
+``INPUT_ARGS`` (never pasted into a shell line). ``validate``, ``plan`` and ``drift`` run with
+``--format github``: problems annotated on the files, the report folded in the log, the summary
+as a notice; ``plan`` and ``drift`` also write the Markdown comment (``--comment-out``).
+``apply`` runs with ``--auto-approve`` (the workflow decides when to apply) and its output is
+relayed as inert text. Then:
+
+- ``$GITHUB_STEP_SUMMARY`` gets the comment (or, when botctl failed before writing one, what
+  failed);
+- ``$GITHUB_OUTPUT`` gets ``exitcode`` (botctl's), ``has-changes`` (``true`` when the plan has
+  changes, drift was found, or apply applied something) and ``comment-file`` (a Markdown file
+  that starts with ``<!-- botctl:COMMAND -->``, at most 60,000 characters).
+
+The step fails when botctl failed (exit 1, or a signal's 130/143); changes and drift (exit 2)
+are results, for the workflow to act on through ``has-changes``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from botctl.annotations import annotation, parse_command, visible
+from botctl.render import COMMENT_LIMIT
+from botctl.render import blocks as md
+
+COMMANDS = ("validate", "plan", "apply", "drift")
+EXIT_CHANGES = 2
+_APPLIED = re.compile(r"^Apply (?:complete|incomplete): (\d+) applied", re.MULTILINE)
+
+
+class InputError(Exception):
+    """An input the action cannot run with; reported as an error annotation."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    command: str
+    paths: tuple[str, ...]
+    state: str
+    args: tuple[str, ...]
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Inputs:
+        command = environ.get("INPUT_COMMAND", "").strip()
+        if command not in COMMANDS:
+            raise InputError(
+                f"input 'command' must be one of {', '.join(COMMANDS)}, got {command!r}"
+            )
+        try:
+            paths = tuple(shlex.split(environ.get("INPUT_PATH", "")))
+            args = tuple(shlex.split(environ.get("INPUT_ARGS", "")))
+        except ValueError as exc:  # an unclosed quote
+            raise InputError(
+                f"inputs 'path' and 'args' are split like a shell line: {exc}"
+            ) from None
+        # The step reads --format github's output as workflow commands it may pass on: another
+        # format there would hand the runner unescaped text.
+        taken = [a for a in args if a.split("=", 1)[0] in ("--format", "--comment-out")]
+        if taken:
+            raise InputError(f"input 'args' must not set {taken[0]}: the action sets it")
+        return cls(command, paths, environ.get("INPUT_STATE", "").strip(), args)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exitcode: int
+    has_changes: bool
+    comment: str  # the comment file's text, marker first
+
+
+def botctl_argv(inputs: Inputs, comment_file: Path) -> list[str]:
+    """The botctl command line for these inputs."""
+    argv = [sys.executable, "-m", "botctl", inputs.command, *inputs.paths]
+    if inputs.state and inputs.command != "validate":
+        argv += ["--state", inputs.state]
+    if inputs.command in ("validate", "plan", "drift"):
+        argv += ["--format", "github"]
+    if inputs.command in ("plan", "drift"):
+        argv += ["--comment-out", str(comment_file)]
+    if inputs.command == "plan":
+        argv.append("--detailed-exitcode")
+    if inputs.command == "apply":
+        argv.append("--auto-approve")
+    return argv + list(inputs.args)
+
+
+def run(inputs: Inputs, comment_file: Path) -> Outcome:
+    argv = botctl_argv(inputs, comment_file)
+    if inputs.command == "apply":
+        code, output = stream_inert(argv)
+        applied = sum(int(n) for n in _APPLIED.findall(output))
+        return Outcome(code, applied > 0, apply_comment(output, code))
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # --format github prints only workflow commands, escaped: the runner may read them.
+    sys.stdout.write(done.stdout)
+    print_inert(done.stderr.splitlines())
+    comment = comment_file.read_text(encoding="utf-8")
+    if not comment:  # validate, or a plan or drift that failed before its report
+        comment = problems_comment(inputs.command, done.returncode, done.stdout, done.stderr)
+    return Outcome(done.returncode, done.returncode == EXIT_CHANGES, comment)
+
+
+def problems_comment(command: str, code: int, annotations: str, stderr: str) -> str:
+    """The outcome as a comment when botctl wrote none: valid, or what failed (so that a
+    comment left by an earlier run is never taken for the current state). Lists the errors
+    and warnings botctl annotated (decoded from its output), else the end of its errors."""
+    doc = md.Budget(COMMENT_LIMIT - len(marker(command)) - 1)
+    if code == 0:
+        doc.add(f"### botctl {command}", "", "The configuration is valid.")
+    else:
+        doc.add(f"### botctl {command}", "", f"**botctl {command} failed** (exit code {code}).")
+    problems = []
+    for line in annotations.splitlines():
+        parsed = parse_command(line)
+        if parsed is not None and parsed.name in ("error", "warning") and parsed.data:
+            where = ":".join(
+                parsed.properties[k] for k in ("file", "line", "col") if k in parsed.properties
+            )
+            label = f"{md.code(where)} " if where else ""
+            problems.append(
+                md.Row((f"- {parsed.name}: {label}{md.text(parsed.data)}",), {parsed.name: 1})
+            )
+    if not problems and stderr.strip():
+        lines = stderr.strip().splitlines()[-40:]
+        opening, closing = md.fence(lines, "text")
+        problems = [md.Row((line,), {"line": 1}) for line in lines]
+        doc.section(["", opening], problems, [closing], "... {more} not shown")
+    else:
+        doc.section([""], problems, [], "- ... {more} not shown")
+    return f"{marker(command)}\n{doc.render()}"
+
+
+def apply_comment(output: str, code: int) -> str:
+    """apply's log as Markdown: its closing summary first, then the log, cut to fit."""
+    lines = output.rstrip("\n").splitlines()
+    closing_lines = [
+        line for line in lines if line.startswith(("Apply complete", "Apply incomplete"))
+    ]
+    doc = md.Budget(COMMENT_LIMIT - len(marker("apply")) - 1)
+    status = "" if code == 0 else f" **Failed** (exit code {code})."
+    head = md.text(closing_lines[-1]) if closing_lines else "Nothing was applied."
+    doc.add("### botctl apply", "", head + status)
+    opening, closing = md.fence(lines, "text")
+    doc.section(
+        ["", "<details><summary>Log</summary>", "", opening],
+        [md.Row((line,), {"line": 1}) for line in lines],
+        [closing, "", "</details>"],
+        "... {more} not shown",
+    )
+    return f"{marker('apply')}\n{doc.render()}"
+
+
+def marker(command: str) -> str:
+    return f"<!-- botctl:{command} -->"
+
+
+def stream_inert(argv: Sequence[str]) -> tuple[int, str]:
+    """Run, relaying output line by line as it comes, between stop-commands markers (a random
+    token: the output cannot end the block), and return the code and the output."""
+    token = "botctl-" + secrets.token_hex(16)
+    print(f"::stop-commands::{token}", flush=True)
+    captured: list[str] = []
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            captured.append(line)
+            print(visible(line.rstrip("\n")), flush=True)
+    print(f"::{token}::", flush=True)
+    return process.returncode, "".join(captured)
+
+
+def print_inert(lines: Sequence[str]) -> None:
+    if lines:
+        token = "botctl-" + secrets.token_hex(16)
+        shown = [visible(line) for line in lines]
+        print("\n".join([f"::stop-commands::{token}", *shown, f"::{token}::"]), flush=True)
+
+
+def set_outputs(path: str, outputs: Mapping[str, str]) -> None:
+    """Append to $GITHUB_OUTPUT, in the multi-line form when a value spans lines."""
+    with open(path, "a", encoding="utf-8") as out:
+        for name, value in outputs.items():
+            if "\n" in value or "\r" in value:
+                delimiter = "ghadelimiter_" + secrets.token_hex(16)
+                out.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+            else:
+                out.write(f"{name}={value}\n")
+
+
+def main(environ: Mapping[str, str] = os.environ) -> int:
+    try:
+        inputs = Inputs.from_environ(environ)
+    except InputError as exc:
+        print(annotation("error", str(exc), title="botctl action"))
+        return 1
+    directory = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
+    handle, name = tempfile.mkstemp(prefix=f"botctl-{inputs.command}-", suffix=".md", dir=directory)
+    os.close(handle)
+    comment_file = Path(name)  # empty: botctl writes it, or this step does
+    outcome = run(inputs, comment_file)
+    comment_file.write_text(outcome.comment, encoding="utf-8")
+    if environ.get("GITHUB_STEP_SUMMARY"):
+        with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
+            summary.write(outcome.comment + "\n")
+    if environ.get("GITHUB_OUTPUT"):
+        set_outputs(
+            environ["GITHUB_OUTPUT"],
+            {
+                "exitcode": str(outcome.exitcode),
+                "has-changes": "true" if outcome.has_changes else "false",
+                "comment-file": str(comment_file),
+            },
+        )
+    return 0 if outcome.exitcode in (0, EXIT_CHANGES) else outcome.exitcode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

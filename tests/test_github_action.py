@@ -1,0 +1,334 @@
+"""The GitHub Action (action.yml) and the CI templates in docs/ci/.
+
+The action's steps run as a runner would run them, with a faked GitHub environment
+(GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP, GITHUB_ACTION_PATH as files and directories
+in tmp), from a configuration repository that is not botctl's checkout, against the sandbox
+over HTTP. Their output is read by an independent model of the runner."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from botctl.cli import cli
+from botctl.github_action import Inputs, botctl_argv, set_outputs, stream_inert
+from botctl.render import COMMENT_LIMIT
+from tests.e2e_support import KEY, Bench, bot_yaml
+from tests.github_runner import executed, names
+
+ROOT = Path(__file__).parents[1]
+ACTION: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+WORKFLOW: dict[Any, Any] = yaml.safe_load(
+    (ROOT / "docs" / "ci" / "github-workflow.yml").read_text(encoding="utf-8")
+)
+GITLAB: dict[str, Any] = yaml.safe_load(
+    (ROOT / "docs" / "ci" / "gitlab-ci.yml").read_text(encoding="utf-8")
+)
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+ATTRS = "- {name: plan_tier, type: text, label: Plan tier}"
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """$GITHUB_OUTPUT as the runner reads it: name=value, or name<<DELIMITER ... DELIMITER."""
+    outputs: dict[str, str] = {}
+    lines = iter(path.read_text(encoding="utf-8").splitlines()) if path.exists() else iter([])
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value: list[str] = []
+            for body in lines:
+                if body == delimiter:
+                    break
+                value.append(body)
+            outputs[name] = "\n".join(value)
+        else:
+            name, _, outputs[name] = line.partition("=")
+    return outputs
+
+
+@dataclass
+class StepRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]  # the action's outputs, as the workflow sees them
+    summary: str
+
+
+@dataclass
+class Runner:
+    """Runs action.yml's steps the way a GitHub runner does, for one job."""
+
+    workspace: Path  # the configuration repository's checkout
+    temp: Path
+    env: dict[str, str]
+
+    def evaluate(self, text: str, inputs: dict[str, str], steps: dict[str, Any]) -> str:
+        def value(match: re.Match[str]) -> str:
+            expression = match[1]
+            if expression.startswith("inputs."):
+                name = expression.removeprefix("inputs.")
+                declared = ACTION["inputs"][name]  # KeyError: an input action.yml lacks
+                return inputs.get(name, str(declared.get("default", "")))
+            if expression == "runner.temp":
+                return str(self.temp)
+            step = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression)
+            if step:
+                return str(steps[step[1]].get(step[2], ""))
+            raise AssertionError(f"an expression this test runner does not know: {expression}")
+
+        return EXPRESSION.sub(value, text)
+
+    def run(self, **inputs: str) -> StepRun:
+        for name, spec in ACTION["inputs"].items():
+            assert name in inputs or not spec.get("required"), f"input {name} is required"
+        output_file = self.temp / "github_output"
+        summary_file = self.temp / "step_summary"
+        output_file.write_text("", encoding="utf-8")
+        summary_file.write_text("", encoding="utf-8")
+        steps: dict[str, dict[str, str]] = {}
+        result = subprocess.CompletedProcess[str]([], 0, "", "")
+        for step in ACTION["runs"]["steps"]:
+            if "uses" in step:
+                assert step["uses"].startswith("astral-sh/setup-uv@")  # uv is here already
+                continue
+            env = {
+                **self.env,
+                "GITHUB_ACTION_PATH": str(ROOT),
+                "GITHUB_OUTPUT": str(output_file),
+                "GITHUB_STEP_SUMMARY": str(summary_file),
+                "RUNNER_TEMP": str(self.temp),
+            }
+            env.update({k: self.evaluate(v, inputs, steps) for k, v in step["env"].items()})
+            script = self.temp / "step.sh"
+            script.write_text(self.evaluate(step["run"], inputs, steps), encoding="utf-8")
+            assert step["shell"] == "bash"
+            result = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                cwd=self.workspace,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            steps[step["id"]] = read_outputs(output_file)
+            if result.returncode != 0:
+                break
+        outputs = {
+            name: self.evaluate(spec["value"], inputs, steps)
+            for name, spec in ACTION["outputs"].items()
+        }
+        summary = summary_file.read_text(encoding="utf-8")
+        return StepRun(result.returncode, result.stdout, result.stderr, outputs, summary)
+
+
+@pytest.fixture
+def bench(sandbox: Any, tmp_path: Path) -> Bench:
+    b = Bench(url=sandbox.url, api_url=sandbox.api_url, workdir=tmp_path / "repo")
+    b.create_bot("bot-1", settings={"name": "Old name"})
+    return b
+
+
+@pytest.fixture
+def runner(bench: Bench, tmp_path: Path) -> Runner:
+    (tmp_path / "temp").mkdir()
+    bench.write("support.yaml", bot_yaml(attributes=ATTRS))
+    assert shutil.which("uv"), "the action installs botctl with uv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "BOTCTL_"))}
+    env.update(
+        {"BOTCTL_API_URL": bench.api_url, "BOTCTL_API_KEY": KEY, "NO_COLOR": "1", "CI": "true"}
+    )
+    return Runner(workspace=bench.workdir, temp=tmp_path / "temp", env=env)
+
+
+def test_the_action_plans_applies_and_catches_drift(runner: Runner, bench: Bench) -> None:
+    plan = runner.run(command="plan", path="config/", state=".botctl/state.json")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert plan.outputs["exitcode"] == "2"
+    assert plan.outputs["has-changes"] == "true"
+    comment = Path(plan.outputs["comment-file"]).read_text(encoding="utf-8")
+    assert comment.startswith("<!-- botctl:plan -->\n### botctl plan\n\n**Plan: 1 to create")
+    assert plan.summary == comment + "\n"
+    assert names(plan.stdout) == ["group", "stop-commands", "endgroup", "notice"]
+    assert bench.writes() == []  # a plan only reads
+
+    apply = runner.run(command="apply", path="config/", state=".botctl/state.json")
+    assert apply.returncode == 0, apply.stdout + apply.stderr
+    assert (apply.outputs["exitcode"], apply.outputs["has-changes"]) == ("0", "true")
+    assert "Apply complete: 2 applied" in apply.stdout
+    assert names(apply.stdout) == ["stop-commands"]  # the log, relayed inert
+    assert bench.bot_state("bot-1")["settings"]["name"] == "Support Bot"
+    assert (bench.workdir / ".botctl" / "state.json").exists()
+    assert (
+        Path(apply.outputs["comment-file"])
+        .read_text(encoding="utf-8")
+        .startswith("<!-- botctl:apply -->\n### botctl apply\n\nApply complete: 2 applied")
+    )
+
+    again = runner.run(command="plan", path="config/", state=".botctl/state.json")
+    assert (again.returncode, again.outputs["exitcode"], again.outputs["has-changes"]) == (
+        0,
+        "0",
+        "false",
+    )
+
+    bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Edited in the dashboard"}})
+    drift = runner.run(command="drift", path="config/", state=".botctl/state.json")
+    assert drift.returncode == 0, drift.stdout + drift.stderr
+    assert (drift.outputs["exitcode"], drift.outputs["has-changes"]) == ("2", "true")
+    assert "Edited in the dashboard" in drift.summary
+    assert drift.summary.startswith("<!-- botctl:drift -->")
+
+
+def test_the_action_annotates_errors_and_fails(runner: Runner, bench: Bench) -> None:
+    bench.write("support.yaml", bot_yaml(settings="modle: x\ntemp: 2"))
+    run = runner.run(command="validate", path="config/support.yaml")
+    assert run.returncode == 1
+    assert run.outputs["exitcode"] == "1"
+    assert run.outputs["has-changes"] == "false"
+    errors = [c for c in executed(run.stdout) if c.name == "error"]
+    assert [(e.properties.get("file"), e.properties.get("line")) for e in errors] == [
+        ("config/support.yaml", "8"),
+        ("config/support.yaml", "9"),
+        (None, None),
+    ]
+    assert "**botctl validate failed** (exit code 1)." in run.summary
+    assert "- error: `config/support.yaml:8:5` unknown key 'modle'" in run.summary
+    # A plan that fails says so in its comment too: an old plan comment is never left standing.
+    plan = runner.run(command="plan", path="config/")
+    assert plan.returncode == 1
+    comment = Path(plan.outputs["comment-file"]).read_text(encoding="utf-8")
+    assert comment.startswith("<!-- botctl:plan -->\n### botctl plan\n\n**botctl plan failed**")
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"command": "destroy"}, "must be one of validate, plan, apply, drift, got 'destroy'"),
+        ({"command": "plan", "args": "--format=json"}, "must not set --format=json"),
+        ({"command": "drift", "args": "--comment-out x.md"}, "must not set --comment-out"),
+        ({"command": "plan", "args": "--target 'unclosed"}, "split like a shell line"),
+    ],
+)
+def test_bad_inputs_are_an_error_annotation(
+    runner: Runner, bench: Bench, inputs: dict[str, str], message: str
+) -> None:
+    run = runner.run(path="config/", **inputs)
+    assert run.returncode == 1
+    (error,) = executed(run.stdout)
+    assert error.name == "error"
+    assert message in error.data
+    assert bench.requests() == []
+
+
+# --- the step's parts ---------------------------------------------------------------------------
+
+
+def test_command_lines_for_each_command(tmp_path: Path) -> None:
+    comment = tmp_path / "c.md"
+
+    def argv(command: str, path: str = "bots/", state: str = "", args: str = "") -> list[str]:
+        inputs = Inputs.from_environ(
+            {"INPUT_COMMAND": command, "INPUT_PATH": path, "INPUT_STATE": state, "INPUT_ARGS": args}
+        )
+        return botctl_argv(inputs, comment)[3:]
+
+    assert argv("validate", state="s.json") == ["validate", "bots/", "--format", "github"]
+    assert argv("plan", "bots/ 'more bots/'", "s.json", "--target support") == [
+        "plan", "bots/", "more bots/", "--state", "s.json", "--format", "github",
+        "--comment-out", str(comment), "--detailed-exitcode", "--target", "support",
+    ]  # fmt: skip
+    assert argv("apply", "", args="--plan plan.json") == [
+        "apply", "--auto-approve", "--plan", "plan.json"
+    ]  # fmt: skip
+    assert argv("drift")[-2:] == ["--comment-out", str(comment)]
+
+
+def test_relayed_output_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = "print('::set-output name=x::1'); print('a\\r::add-mask::k'); print('##vso[task.x]1')"
+    code, output = stream_inert([sys.executable, "-c", hostile])
+    assert code == 0
+    assert "::set-output name=x::1" in output
+    assert names(capsys.readouterr().out) == ["stop-commands"]
+
+
+def test_outputs_with_line_breaks_use_the_delimiter_form(tmp_path: Path) -> None:
+    path = tmp_path / "out"
+    set_outputs(str(path), {"a": "1", "b": "two\nlines", "c": "x=y"})
+    assert read_outputs(path) == {"a": "1", "b": "two\nlines", "c": "x=y"}
+
+
+# --- action.yml and the templates agree ---------------------------------------------------------
+
+
+def test_action_declares_what_the_issue_asks_for() -> None:
+    assert set(ACTION["inputs"]) == {"command", "path", "state", "args"}
+    assert ACTION["inputs"]["command"]["required"] is True
+    assert set(ACTION["outputs"]) == {"exitcode", "has-changes", "comment-file"}
+    assert ACTION["runs"]["using"] == "composite"
+    step_ids = {step.get("id") for step in ACTION["runs"]["steps"]}
+    for spec in ACTION["outputs"].values():
+        (expression,) = EXPRESSION.findall(spec["value"])
+        assert expression.split(".")[1] in step_ids
+    # Inputs reach the script through the environment, never pasted into its shell line.
+    for step in ACTION["runs"]["steps"]:
+        assert "${{" not in step.get("run", "")
+
+
+def botctl_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if re.search(r"/botctl@", s.get("uses", ""))]
+
+
+def test_github_workflow_uses_only_what_the_action_declares() -> None:
+    jobs = WORKFLOW["jobs"]
+    assert set(jobs) == {"plan", "apply", "drift"}
+    triggers = WORKFLOW[True]  # YAML 1.1 reads the key `on` as true
+    assert {"pull_request", "push", "schedule"} <= set(triggers)
+    for job in jobs.values():
+        steps = botctl_steps(job)
+        assert len(steps) == 1
+        (step,) = steps
+        assert set(step["with"]) <= set(ACTION["inputs"])
+        assert step["with"]["command"] in {"validate", "plan", "apply", "drift"}
+        ids = {s.get("id") for s in job["steps"]}
+        text = yaml.safe_dump(job)
+        for step_id, output in re.findall(r"steps\.([\w-]+)\.outputs\.([\w-]+)", text):
+            assert step_id in ids, step_id
+            if step_id == step.get("id"):
+                assert output in ACTION["outputs"], output
+    assert jobs["apply"]["concurrency"]["cancel-in-progress"] is False
+    uses = {s.get("uses", "").split("@")[0] for job in jobs.values() for s in job["steps"]}
+    assert {"peter-evans/find-comment", "peter-evans/create-or-update-comment"} <= uses
+
+
+def test_gitlab_template_calls_botctl_with_options_that_exist() -> None:
+    lines = [
+        line
+        for job in GITLAB.values()
+        if isinstance(job, dict)
+        for key in ("script", "before_script")
+        for line in job.get(key, [])
+    ]
+    assert all(isinstance(line, str) for line in lines)  # an unquoted ": " makes a mapping
+    calls = [line.split() for line in lines if line.lstrip().startswith("botctl ")]
+    assert {c[1] for c in calls} == {"validate", "plan", "apply", "drift"}
+    for call in calls:
+        command = cli.commands[call[1]]
+        options = {opt for param in command.params for opt in param.opts}
+        for word in call[2:]:
+            if word.startswith("--"):
+                assert word in options, f"botctl {call[1]} has no {word}"
+    assert GITLAB["botctl-apply"]["resource_group"] == "botctl-apply"
+
+
+def test_comment_limit_leaves_room_under_githubs() -> None:
+    assert COMMENT_LIMIT <= 65_536 - 1_000
