@@ -31,12 +31,19 @@ from botctl.resources.base import BotPlan
 from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
+ModelId = Annotated[str, StringConstraints(pattern=contract.MODEL_ID_PATTERN)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
 class _Strict(BaseModel):
     # No NaN or infinity: YAML spells them .nan and .inf, and no setting means either.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        allow_inf_nan=False,
+        regex_engine=contract.PATTERN_ENGINE,
+    )
 
 
 class Styles(_Strict):
@@ -69,8 +76,9 @@ class CollectCustomerInformation(_Strict):
 class ChatbotSettings(_Strict):
     """The writable settings of a chatbot (contract 2.1), minus ``chatbotId``.
 
-    ``model`` is a plain string here: whether it must be one of the contract's list is a
-    policy of the loader (with an explicit opt-out), since the service's list moves often.
+    ``model`` is any identifier of the contract's shape here: whether it must be one of the
+    contract's list is a policy of the loader (with an explicit opt-out), since the service's
+    list moves often.
     """
 
     name: str | None = None
@@ -83,7 +91,7 @@ class ChatbotSettings(_Strict):
     ipLimit: NonNegativeInt | None = None
     ipLimitTimeframe: NonNegativeInt | None = None
     ipLimitMessage: str | None = None
-    model: str | None = None
+    model: ModelId | None = None
     temp: Annotated[float, Field(ge=contract.TEMP_MIN, le=contract.TEMP_MAX)] | None = None
     styles: Styles | None = None
     collectCustomerInformation: CollectCustomerInformation | None = None
