@@ -156,13 +156,37 @@ def parse_live(record: Mapping[str, Any]) -> ChatbotSettings:
     """A raw chatbot record -> the observable writable settings. A value the contract does not
     allow (a string temperature, an unknown theme) is not observable rather than fatal: the
     plan then falls back to what botctl last applied."""
+    return read_live(record)[0]
+
+
+# A setting the service holds but botctl's rules refuse, by top-level field: the value as read
+# (a nested object whole) and why.
+Refused = dict[str, tuple[JsonValue, str]]
+
+
+def read_live(record: Mapping[str, Any]) -> tuple[ChatbotSettings, Refused]:
+    """``parse_live``, and what it could not keep (for export to show, never to manage)."""
     fields = known_fields(record, ChatbotSettings)
     try:
-        return ChatbotSettings.model_validate(fields)
+        return ChatbotSettings.model_validate(fields), {}
     except ValidationError as exc:
+        refused: Refused = {}
+        for error in exc.errors():
+            top = str(error["loc"][0])
+            if top in fields and top not in refused:
+                where = ".".join(str(p) for p in error["loc"][1:])
+                refused[top] = (_as_json(fields[top]), f"{where}: {error['msg']}".lstrip(": "))
         for error in exc.errors():
             _drop(fields, error["loc"])
-    return ChatbotSettings.model_validate(fields)
+    return ChatbotSettings.model_validate(fields), refused
+
+
+def _as_json(value: Any) -> JsonValue:
+    if isinstance(value, tuple | list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
 
 
 def _drop(fields: dict[str, Any], loc: tuple[int | str, ...]) -> None:
