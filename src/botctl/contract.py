@@ -51,6 +51,12 @@ SETTINGS_MODELS: Final[tuple[str, ...]] = (
     "auto",
 )
 
+# 2.2 gives no rule for a model identifier, but every one of both lists has this shape; a
+# model released after the contract is expected to have it too. Used where a model outside
+# the lists is accepted on explicit request (botctl --allow-unknown-models, the sandbox's
+# --extra-model) and by the JSON Schema, which cannot know of either option.
+MODEL_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]*$(?!\n)"
+
 # 2.2 Chat operation, optional field `model`.
 CHAT_MODELS: Final[tuple[str, ...]] = (
     "o4-mini",
@@ -93,16 +99,43 @@ ALIGNMENTS: Final[tuple[str, ...]] = ("left", "right")
 TEMP_MIN: Final = 0.0
 TEMP_MAX: Final = 1.0
 
+# Every pattern below ends in `$(?!\n)` where the contract writes `$`. In ECMA-262 (the regex
+# dialect of JSON Schema and OpenAPI, used by editors) `$` is the end of the text and the
+# lookahead changes nothing; in Python's `re` (the `jsonschema` package, pydantic's python-re
+# engine) `$` also matches before a final newline, which the lookahead refuses. So "plan\n"
+# is refused by every engine that reads these patterns, not only by some.
+# Pydantic reads them with Python's re: its default engine has no lookahead.
+PATTERN_ENGINE: Final = "python-re"
+
 # 2.8 Custom attribute.
-ATTRIBUTE_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]*$"
+ATTRIBUTE_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]*$(?!\n)"
 # A second guide of the service is stricter (API-NOTES); botctl warns when a name breaks it.
-ATTRIBUTE_NAME_STRICT_PATTERN: Final = r"^[a-z][a-z0-9_]*$"
+ATTRIBUTE_NAME_STRICT_PATTERN: Final = r"^[a-z][a-z0-9_]*$(?!\n)"
 ATTRIBUTE_TYPES: Final[tuple[str, ...]] = ("text", "number", "boolean", "date")
 
 # 8 Limits.
 CONTACTS_PAGE_SIZE_MIN: Final = 10
 CONTACTS_PAGE_SIZE_MAX: Final = 1000
 CONVERSATIONS_PAGE_SIZE_MAX: Final = 100  # API-NOTES: `size` max 100
+
+# 4.6 Conversation sources the contract names; it says four more exist, for third-party
+# messaging and chat channels, without naming them.
+CONVERSATION_SOURCES: Final[tuple[str, ...]] = (
+    "API",
+    "Playground",
+    "Action preview",
+    "Widget or Iframe",
+)
+
+# 1 Collections (tags) of the interface.
+COLLECTIONS: Final[tuple[str, ...]] = (
+    "Chatbots",
+    "Chat",
+    "Conversations",
+    "Leads",
+    "Contacts",
+    "Assets",
+)
 
 # 7 Error messages observed.
 MSG_INVALID_DATA: Final = "Invalid request data"
@@ -120,5 +153,7 @@ MSG_SETTINGS_SAVED: Final = "Your changes are saved."
 # Plans of the service's accounts (paid plans may chat).
 PLANS: Final[tuple[str, ...]] = ("free", "hobby", "standard", "unlimited")
 
-# 2.3 says "Hex colour code"; both sides read it as #RGB or #RRGGBB.
-HEX_COLOUR_PATTERN: Final = r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"
+# 2.3 says "Hex colour code": every hex notation of CSS Color 4, #RGB, #RGBA, #RRGGBB and
+# #RRGGBBAA (the service may hold a colour with alpha such as #ffffff80, so botctl must be
+# able to write it back).
+HEX_COLOUR_PATTERN: Final = r"^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$(?!\n)"

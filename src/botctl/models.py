@@ -19,7 +19,7 @@ from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.plan import BotRef, Operation
 from botctl.resources import attributes, settings
 from botctl.resources.attributes import CustomAttribute
-from botctl.resources.settings import ChatbotSettings
+from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.values import JsonValue
 
 
@@ -62,9 +62,11 @@ class LiveBot(BaseModel):
     """What the service lets botctl observe of one chatbot right now.
 
     ``settings`` is ``None`` when the chatbot list could not be read at all, and otherwise
-    holds the fields the read returned (others are not observable). ``attributes`` is ``None``
-    when the attribute list could not be read. ``exists`` is false when a successful chatbot
-    list did not contain the chatbot.
+    holds the fields the read returned (others are not observable). ``refused`` holds the
+    settings the read returned but botctl's rules refuse (value as read, and why): not
+    observable either, but shown by ``export``. ``attributes`` is ``None`` when the attribute
+    list could not be read. ``exists`` is false when a successful chatbot list did not contain
+    the chatbot.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -72,6 +74,7 @@ class LiveBot(BaseModel):
     chatbot_id: str
     exists: bool = True
     settings: ChatbotSettings | None = None
+    refused: Refused = Field(default_factory=dict)
     attributes: dict[str, CustomAttribute] | None = None
 
 

@@ -116,3 +116,24 @@ def test_admin_refuses_non_loopback_clients() -> None:
 @pytest.mark.parametrize("body", [b"{", b"[]"])
 def test_admin_bad_json(admin: httpx.Client, body: bytes) -> None:
     assert admin.post("/_sandbox/chatbots", content=body).status_code == 400
+
+
+def test_dashboard_may_store_negative_counts_the_v1_write_refuses(
+    admin: httpx.Client, api: httpx.Client, bot: str
+) -> None:
+    """The contract gives ipLimit, ipLimitTimeframe and autoOpenChatWindowAfter no lower
+    bound; the v1 write refuses a negative one, but the dashboard may hold it."""
+    negative = {
+        "ipLimit": -1,
+        "ipLimitTimeframe": -60,
+        "styles": {"autoOpenChatWindowAfter": -5},
+    }
+    refused = api.post("/update-chatbot-settings", json={"chatbotId": bot, **negative})
+    assert refused.status_code == 400
+    edited = admin.patch(f"/_sandbox/chatbots/{bot}", json={"settings": negative})
+    assert edited.status_code == 200, edited.text
+    assert {k: edited.json()["settings"][k] for k in negative} == negative
+    created = admin.post("/_sandbox/chatbots", json={"id": "neg", "settings": negative})
+    assert created.status_code == 201
+    still_typed = admin.patch(f"/_sandbox/chatbots/{bot}", json={"settings": {"ipLimit": 1.5}})
+    assert still_typed.status_code == 400

@@ -159,3 +159,25 @@ def test_plans(
     assert response.status_code == status
     if status == 403:
         assert response.json() == {"message": contract.MSG_FORBIDDEN}
+
+
+def test_extra_sources_and_models(sandbox_factory: Any) -> None:
+    """4.6: the four channel sources the contract does not name are accepted once named with
+    `--extra-source`; `--extra-model` names serve the chat too."""
+    running = sandbox_factory(extra_sources=("WhatsApp",), extra_models=("gpt-9-preview",))
+    httpx.post(f"{running.url}/_sandbox/chatbots", json={"id": "b"}).raise_for_status()
+    with httpx.Client(
+        base_url=running.api_url, headers={"Authorization": "Bearer test-key"}
+    ) as client:
+        body = {"chatbotId": "b", "messages": HI, "model": "gpt-9-preview", "conversationId": "c"}
+        assert client.post("/chat", json=body).status_code == 200
+        q = {"chatbotId": "b"}
+        channel = client.get("/get-conversations", params={**q, "filteredSources": "WhatsApp"})
+        assert channel.status_code == 200
+        assert channel.json()["data"] == []  # stored through the API: source API
+        both = client.get("/get-conversations", params={**q, "filteredSources": "WhatsApp,API"})
+        assert [c["id"] for c in both.json()["data"]] == ["c"]
+        unnamed = client.get("/get-conversations", params={**q, "filteredSources": "Telegram"})
+        assert unnamed.status_code == 400
+    log = httpx.get(f"{running.url}/_sandbox/requests").json()["requests"]
+    assert "--extra-source" in log[-1]["detail"]

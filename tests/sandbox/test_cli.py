@@ -48,6 +48,10 @@ def test_serve_port_zero_prints_the_url(tmp_path: Path) -> None:
         (["--api-key", "dev:gold"], "invalid --api-key"),
         (["--api-key", ":standard"], "API key"),
         (["--seed", "/nonexistent/seed.yaml"], "cannot read seed file"),
+        (["--extra-model", "gpt 9"], "invalid extra model 'gpt 9'"),
+        (["--extra-model", ""], "invalid extra model"),
+        (["--extra-source", "WhatsApp,Slack"], "invalid extra source"),
+        (["--extra-source", " Slack"], "invalid extra source"),
     ],
 )
 def test_expected_failures_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:

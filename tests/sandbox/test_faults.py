@@ -105,21 +105,42 @@ def test_bad_fault_spec(admin: httpx.Client, spec: dict[str, Any]) -> None:
 
 def test_rate_limit(sandbox_factory: Factory) -> None:
     running = sandbox_factory(rate_limit=2)
+    httpx.post(f"{running.url}/_sandbox/chatbots", json={"id": "b"}).raise_for_status()
+    attributes = "/chatbots/b/custom-attributes"
     headers = {"Authorization": "Bearer test-key"}
     with httpx.Client(base_url=running.api_url, headers=headers) as client:
-        ok = [client.get("/get-chatbots") for _ in range(2)]
+        ok = [client.get(attributes) for _ in range(2)]
         assert [r.status_code for r in ok] == [200, 200]
         assert ok[0].headers["X-RateLimit-Limit"] == "2"
         assert ok[1].headers["X-RateLimit-Remaining"] == "0"
-        limited = client.get("/get-chatbots")
+        limited = client.get(attributes)
         assert limited.status_code == 429
         assert limited.json() == {"message": contract.MSG_RATE_LIMITED}
         assert int(limited.headers["Retry-After"]) >= 1
         assert int(limited.headers["X-RateLimit-Reset"]) > time.time() * 1000
-        other = client.get("/get-chatbots", headers={"Authorization": "Bearer other"})
+        # The same bucket serves every limited operation of the key (contacts too).
+        assert client.get("/chatbots/b/contacts").status_code == 429
+        other = client.get(attributes, headers={"Authorization": "Bearer other"})
         assert other.status_code == 401  # a different key has its own bucket
         time.sleep(0.55)
-        assert client.get("/get-chatbots").status_code == 200
+        assert client.get(attributes).status_code == 200
+
+
+def test_rate_limit_spares_operations_without_a_documented_429(sandbox_factory: Factory) -> None:
+    """Contract 7/8: only the contact and custom attribute operations may answer 429; the
+    others are neither refused nor counted, whatever the pace."""
+    running = sandbox_factory(rate_limit=1)
+    httpx.post(f"{running.url}/_sandbox/chatbots", json={"id": "b"}).raise_for_status()
+    headers = {"Authorization": "Bearer test-key"}
+    with httpx.Client(base_url=running.api_url, headers=headers) as client:
+        for _ in range(3):
+            listed = client.get("/get-chatbots")
+            assert listed.status_code == 200
+            assert "X-RateLimit-Limit" not in listed.headers
+            saved = client.post("/update-chatbot-settings", json={"chatbotId": "b", "temp": 0})
+            assert saved.status_code == 202
+        assert client.get("/chatbots/b/custom-attributes").status_code == 200  # not spent
+        assert client.get("/chatbots/b/custom-attributes").status_code == 429
 
 
 def test_configured_latency(sandbox_factory: Factory) -> None:

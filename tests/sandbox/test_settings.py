@@ -213,3 +213,39 @@ def test_fault_statuses_listed_for_the_operation(
     assert response.status_code == status
     assert response.json()["message"] in (contract.MSG_FORBIDDEN, contract.MSG_INTERNAL)
     assert stored(admin, bot)["name"] == "Support"
+
+
+@pytest.mark.parametrize("colour", ["#fff8", "#ffffff80", "#0A84FFCC"])
+def test_hex_colours_with_alpha_accepted(
+    api: httpx.Client, admin: httpx.Client, bot: str, colour: str
+) -> None:
+    """2.3 says "hex colour code": CSS's four hex notations, alpha included."""
+    body = {"chatbotId": bot, "styles": {"buttonColor": colour, "userMessageColor": colour}}
+    assert api.post("/update-chatbot-settings", json=body).status_code == 202
+    assert stored(admin, bot)["styles"] == body["styles"]
+
+
+@pytest.mark.parametrize("colour", ["#fffff", "#fffffff", "#fffffffff", "#fff\n", "fff"])
+def test_hex_colours_of_other_lengths_refused(api: httpx.Client, bot: str, colour: str) -> None:
+    body = {"chatbotId": bot, "styles": {"buttonColor": colour}}
+    assert api.post("/update-chatbot-settings", json=body).status_code == 400
+
+
+def test_extra_model_accepted_only_when_configured(sandbox_factory: Any) -> None:
+    """A model released after the contract: `--extra-model NAME` (SandboxConfig.extra_models)."""
+    plain = sandbox_factory()
+    extended = sandbox_factory(extra_models=("gpt-9-preview",))
+    for running, expected in ((plain, 400), (extended, 202)):
+        httpx.post(f"{running.url}/_sandbox/chatbots", json={"id": "b"}).raise_for_status()
+        response = httpx.post(
+            f"{running.api_url}/update-chatbot-settings",
+            json={"chatbotId": "b", "model": "gpt-9-preview"},
+            headers={"Authorization": "Bearer test-key"},
+        )
+        assert response.status_code == expected
+    other = httpx.post(
+        f"{extended.api_url}/update-chatbot-settings",
+        json={"chatbotId": "b", "model": "gpt-10"},
+        headers={"Authorization": "Bearer test-key"},
+    )
+    assert other.status_code == 400  # only the models named

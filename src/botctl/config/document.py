@@ -12,12 +12,15 @@ from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 
-HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
-ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
+HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$(?!\n)"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$(?!\n)"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, regex_engine=contract.PATTERN_ENGINE
+    )
 
 
 class Metadata(_Strict):
@@ -71,14 +74,21 @@ class Document(_Strict):
     spec: Spec
 
 
+MODEL_DESCRIPTION = (
+    "Model identifier (contract 2.2). Editors complete the contract's list; any identifier of "
+    "the same shape passes this schema, because `botctl validate --allow-unknown-models` "
+    "accepts a model released after this botctl (without it, botctl refuses one not listed)."
+)
+
+
 def json_schema() -> dict[str, Any]:
-    """JSON Schema (2020-12) of one document, with the model list for editors to complete."""
+    """JSON Schema (2020-12) of one document: the models' own schema, plus the one addition
+    the models cannot express, the contract's model list offered for completion. The only
+    generator of schemas/botctl.schema.json (a test compares the two)."""
     schema = Document.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "botctl chatbot document"
     model = schema["$defs"]["ChatbotSettings"]["properties"]["model"]
-    model["anyOf"] = [{"enum": list(contract.SETTINGS_MODELS)}, {"type": "null"}]
-    model["description"] = (
-        "Model identifier (contract 2.2). botctl --allow-unknown-models accepts newer ones."
-    )
+    model["anyOf"].insert(0, {"enum": list(contract.SETTINGS_MODELS)})
+    model["description"] = MODEL_DESCRIPTION
     return schema

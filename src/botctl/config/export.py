@@ -1,16 +1,20 @@
 """Live chatbots -> YAML documents of botctl's format, so a team can adopt bots that exist.
 
 Pure: it formats what was read. Settings the service does not let botctl read are listed in a
-comment of each document, so nobody mistakes "not exported" for "not set".
+comment of each document, so nobody mistakes "not exported" for "not set". A value the service
+holds but `botctl validate` refuses (a negative ipLimit, a model newer than this botctl) is
+written in a comment too, never as a setting: an exported file always validates.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import yaml
 
+from botctl import contract
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.models import LiveBot
 from botctl.resources.settings import ChatbotSettings
@@ -44,11 +48,42 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+SHOWN_CHARS = 200  # of a refused value in its comment
+UNLISTED_MODEL = (
+    "not in this botctl's model list; to manage it, set it under spec.settings and pass "
+    "--allow-unknown-models"
+)
+
+
+def _shown(value: Any) -> str:
+    """One line of ASCII, whatever the value holds: no newline or line separator can end the
+    comment early and turn the rest of the value into YAML."""
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+
+def split_settings(bot: LiveBot) -> tuple[dict[str, Any], dict[str, tuple[Any, str]]]:
+    """The settings to declare, and those `validate` would refuse (value, why).
+
+    A nested object (styles, collectCustomerInformation) with a refused member is refused
+    whole: it is sent whole, so declaring only its valid members would overwrite the rest on
+    the next change.
+    """
+    observed = dict(bot.settings.json_fields) if bot.settings is not None else {}
+    refused = dict(bot.refused)
+    for name in refused:
+        observed.pop(name, None)
+    model = observed.get("model")
+    if model is not None and model not in contract.SETTINGS_MODELS:
+        refused["model"] = (observed.pop("model"), UNLISTED_MODEL)
+    return observed, refused
+
+
 def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
     spec: dict[str, Any] = {"chatbotId": bot.chatbot_id}
     if api_key_env != DEFAULT_API_KEY_ENV:
         spec["apiKeyEnv"] = api_key_env
-    observed = bot.settings.json_fields if bot.settings is not None else {}
+    observed, refused = split_settings(bot)
     if observed:
         spec["settings"] = observed
     attributes = sorted((bot.attributes or {}).values(), key=lambda a: a.name)
@@ -63,11 +98,16 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         "metadata": {"name": handle},
         "spec": spec,
     }
-    unread = [name for name in ChatbotSettings.model_fields if name not in observed]
+    unread = [n for n in ChatbotSettings.model_fields if n not in observed and n not in refused]
     lines = [SCHEMA_LINE, f"# Exported from chatbot {bot.chatbot_id}."]
     if unread:
         lines.append("# Not readable from the service, so not exported (add them to manage them):")
         lines.append("#   " + ", ".join(unread))
+    if refused:
+        lines.append(
+            "# Held by the service but refused by `botctl validate`, so not exported (not managed):"
+        )
+        lines += [f"#   {n}: {_shown(value)}  ({why})" for n, (value, why) in refused.items()]
     if bot.attributes is None:
         lines.append("# The attribute list could not be read: customAttributes not exported.")
     body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -166,7 +166,12 @@ def _policy(data: Any, doc: LocatedDocument, allow_unknown_models: bool) -> list
     settings = spec.get("settings")
     found = []
     model = settings.get("model") if isinstance(settings, dict) else None
-    if isinstance(model, str) and model not in contract.SETTINGS_MODELS:
+    # A model of the wrong shape is the document model's error; the list is checked after.
+    if (
+        isinstance(model, str)
+        and model not in contract.SETTINGS_MODELS
+        and re.match(contract.MODEL_ID_PATTERN, model)
+    ):
         path: NodePath = ("spec", "settings", "model")
         message = f"model: {model!r} is not a known model" + did_you_mean(
             model, contract.SETTINGS_MODELS

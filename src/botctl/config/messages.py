@@ -88,6 +88,8 @@ def _pattern_hint(field: str, loc: tuple[str | int, ...]) -> str:
         return "must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
     if field == "apiKeyEnv":
         return "must be an environment variable name such as SUPPORT_BOT_KEY"
+    if field == "model":
+        return "must be a model identifier: letters, digits, '.', '_' or '-'"
     if field in ("buttonColor", "userMessageColor"):
         return "must be a hex colour such as #0a84ff or #fff"
     if field == "name":

@@ -52,7 +52,9 @@ class CustomAttribute(BaseModel):
     """Contract 2.8. On the desired side ``label``/``description`` of ``None`` are not managed
     (a create still sends a label: the attribute's name)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, regex_engine=contract.PATTERN_ENGINE
+    )
 
     name: AttributeName
     type: AttributeType

@@ -39,12 +39,19 @@ from botctl.resources.base import BotPlan
 from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
+ModelId = Annotated[str, StringConstraints(pattern=contract.MODEL_ID_PATTERN)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
 class _Strict(BaseModel):
     # No NaN or infinity: YAML spells them .nan and .inf, and no setting means either.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        allow_inf_nan=False,
+        regex_engine=contract.PATTERN_ENGINE,
+    )
 
 
 class Styles(_Strict):
@@ -77,8 +84,9 @@ class CollectCustomerInformation(_Strict):
 class ChatbotSettings(_Strict):
     """The writable settings of a chatbot (contract 2.1), minus ``chatbotId``.
 
-    ``model`` is a plain string here: whether it must be one of the contract's list is a
-    policy of the loader (with an explicit opt-out), since the service's list moves often.
+    ``model`` is any identifier of the contract's shape here: whether it must be one of the
+    contract's list is a policy of the loader (with an explicit opt-out), since the service's
+    list moves often.
     """
 
     name: str | None = None
@@ -91,7 +99,7 @@ class ChatbotSettings(_Strict):
     ipLimit: NonNegativeInt | None = None
     ipLimitTimeframe: NonNegativeInt | None = None
     ipLimitMessage: str | None = None
-    model: str | None = None
+    model: ModelId | None = None
     temp: Annotated[float, Field(ge=contract.TEMP_MIN, le=contract.TEMP_MAX)] | None = None
     styles: Styles | None = None
     collectCustomerInformation: CollectCustomerInformation | None = None
@@ -156,13 +164,37 @@ def parse_live(record: Mapping[str, Any]) -> ChatbotSettings:
     """A raw chatbot record -> the observable writable settings. A value the contract does not
     allow (a string temperature, an unknown theme) is not observable rather than fatal: the
     plan then falls back to what botctl last applied."""
+    return read_live(record)[0]
+
+
+# A setting the service holds but botctl's rules refuse, by top-level field: the value as read
+# (a nested object whole) and why.
+Refused = dict[str, tuple[JsonValue, str]]
+
+
+def read_live(record: Mapping[str, Any]) -> tuple[ChatbotSettings, Refused]:
+    """``parse_live``, and what it could not keep (for export to show, never to manage)."""
     fields = known_fields(record, ChatbotSettings)
     try:
-        return ChatbotSettings.model_validate(fields)
+        return ChatbotSettings.model_validate(fields), {}
     except ValidationError as exc:
+        refused: Refused = {}
+        for error in exc.errors():
+            top = str(error["loc"][0])
+            if top in fields and top not in refused:
+                where = ".".join(str(p) for p in error["loc"][1:])
+                refused[top] = (_as_json(fields[top]), f"{where}: {error['msg']}".lstrip(": "))
         for error in exc.errors():
             _drop(fields, error["loc"])
-    return ChatbotSettings.model_validate(fields)
+    return ChatbotSettings.model_validate(fields), refused
+
+
+def _as_json(value: Any) -> JsonValue:
+    if isinstance(value, tuple | list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
 
 
 def _drop(fields: dict[str, Any], loc: tuple[int | str, ...]) -> None:

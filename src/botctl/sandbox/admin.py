@@ -91,8 +91,9 @@ def _chatbot_state(request: Request, chatbot_id: str) -> JSON:
 
 
 async def create_chatbot(request: Request) -> Response:
+    rt = runtime(request)
     try:
-        chatbot_id = world.create_chatbot(runtime(request).store, await _body(request))
+        chatbot_id = world.create_chatbot(rt.store, await _body(request), rt.dashboard)
     except world.Conflict as exc:
         return _msg(409, str(exc))
     return JSONResponse(_chatbot_state(request, chatbot_id), status_code=201)
@@ -100,8 +101,9 @@ async def create_chatbot(request: Request) -> Response:
 
 async def patch_chatbot(request: Request) -> Response:
     chatbot_id = request.path_params["chatbot_id"]
+    rt = runtime(request)
     try:
-        world.patch_chatbot(runtime(request).store, chatbot_id, await _body(request))
+        world.patch_chatbot(rt.store, chatbot_id, await _body(request), rt.dashboard)
     except KeyError:
         return _msg(404, f"no chatbot {chatbot_id!r}")
     return JSONResponse(_chatbot_state(request, chatbot_id))

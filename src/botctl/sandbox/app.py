@@ -20,9 +20,9 @@ from botctl.sandbox.middleware import V1Gate
 from botctl.sandbox.ratelimit import RateLimiter
 from botctl.sandbox.runtime import Runtime
 from botctl.sandbox.store import Store
-from botctl.sandbox.validation import Invalid
+from botctl.sandbox.validation import Invalid, Rules
 from botctl.sandbox.web import ApiError, api_error_handler, invalid_data_handler, message
-from botctl.sandbox.world import bootstrap
+from botctl.sandbox.world import bootstrap, dashboard_rules
 
 __all__ = ["SandboxConfig", "create_app"]
 
@@ -58,7 +58,13 @@ def create_app(config: SandboxConfig) -> Starlette:
     except Exception:
         store.close()
         raise
-    runtime = Runtime(config=config, store=store, limiter=RateLimiter(config.rate_limit))
+    runtime = Runtime(
+        config=config,
+        store=store,
+        rules=Rules(config.settings_models),
+        dashboard=dashboard_rules(config),
+        limiter=RateLimiter(config.rate_limit),
+    )
     app = Starlette(
         routes=[
             Mount(contract.API_PREFIX, routes=V1_ROUTES),

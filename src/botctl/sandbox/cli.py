@@ -41,6 +41,21 @@ def sandbox() -> None:
 )
 @click.option("--latency-ms", type=click.IntRange(min=0), default=0, help="Added to every request.")
 @click.option(
+    "--extra-model",
+    "extra_models",
+    multiple=True,
+    metavar="NAME",
+    help="Also accept NAME as a model (settings and chat): one released after the contract.",
+)
+@click.option(
+    "--extra-source",
+    "extra_sources",
+    multiple=True,
+    metavar="NAME",
+    help="Also accept NAME as a conversation source: the contract's four channel sources are "
+    "not named.",
+)
+@click.option(
     "--allow-non-loopback", is_flag=True, help="Permit binding an address other than loopback."
 )
 def serve(
@@ -52,6 +67,8 @@ def serve(
     reads: str,
     rate_limit: float,
     latency_ms: int,
+    extra_models: tuple[str, ...],
+    extra_sources: tuple[str, ...],
     allow_non_loopback: bool,
 ) -> None:
     """Serve the sandbox API under /api/v1 (and its admin API under /_sandbox)."""
@@ -74,6 +91,8 @@ def serve(
             rate_limit=rate_limit,
             latency_ms=latency_ms,
             seed=seed,
+            extra_models=extra_models,
+            extra_sources=extra_sources,
         )
         app = create_app(config)
     except SandboxConfigError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from botctl import contract
 from botctl.contract import PLANS
 
 ReadsMode = Literal["documented", "extended", "none"]
@@ -22,6 +24,10 @@ class SandboxConfig:
     """Everything that shapes one sandbox; `create_app` reads nothing else.
 
     `api_keys` maps an API key to its plan; each key is one account of the service.
+    `extra_models` are accepted as a `model` (settings and chat) beside the contract's lists:
+    models the service released after the contract. `extra_sources` are accepted in the
+    conversation filter beside the four sources the contract names: its four third-party
+    channel sources, which it does not name.
     """
 
     db: str = ".botctl/sandbox.db"
@@ -30,6 +36,20 @@ class SandboxConfig:
     rate_limit: float = 0
     latency_ms: int = 0
     seed: Path | None = None
+    extra_models: tuple[str, ...] = ()
+    extra_sources: tuple[str, ...] = ()
+
+    @property
+    def settings_models(self) -> tuple[str, ...]:
+        return (*contract.SETTINGS_MODELS, *self.extra_models)
+
+    @property
+    def chat_models(self) -> tuple[str, ...]:
+        return (*contract.CHAT_MODELS, *self.extra_models)
+
+    @property
+    def conversation_sources(self) -> tuple[str, ...]:
+        return (*contract.CONVERSATION_SOURCES, *self.extra_sources)
 
     def validate(self) -> None:
         """Refuse impossible settings up front, so a typo cannot become a silent default."""
@@ -45,6 +65,28 @@ class SandboxConfig:
             raise SandboxConfigError("rate limit must be 0 (off) or a positive number")
         if self.latency_ms < 0:
             raise SandboxConfigError("latency must be 0 or a positive number of milliseconds")
+        for model in self.extra_models:
+            check_model(model)
+        for source in self.extra_sources:
+            check_source(source)
+
+
+def check_model(name: str) -> None:
+    """An extra model has the shape of the contract's identifiers (and of botctl's check)."""
+    if not re.match(contract.MODEL_ID_PATTERN, name):
+        raise SandboxConfigError(
+            f"invalid extra model {name!r}: a model identifier is letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+
+
+def check_source(name: str) -> None:
+    """A source travels in a comma-separated filter: it cannot hold a comma, nor start or end
+    with a space (the filter's items are trimmed)."""
+    if not name or name != name.strip() or "," in name or not name.isprintable():
+        raise SandboxConfigError(
+            f"invalid extra source {name!r}: printable text without commas or outer spaces"
+        )
 
 
 def check_key(key: str) -> None:

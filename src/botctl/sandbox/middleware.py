@@ -1,4 +1,5 @@
-"""The gate every /api/v1 request passes: request log, latency, rate limit, faults.
+"""The gate every /api/v1 request passes: request log, latency, rate limit (on the operations
+the contract limits), faults.
 
 Pure ASGI (no BaseHTTPMiddleware) so that it can hold a response back, replace it, or drop
 the connection half-way - which a higher-level response object cannot express.
@@ -16,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from botctl import contract
 from botctl.sandbox.faults import Fault, fault_message
+from botctl.sandbox.ratelimit import is_limited
 from botctl.sandbox.runtime import Runtime
 from botctl.sandbox.web import DETAIL_KEY
 
@@ -75,7 +77,8 @@ class V1Gate:
 
         extra: dict[str, str] = {}
         token = _token(scope)
-        if self.rt.limiter.enabled and token is not None:
+        limited = is_limited(path.removeprefix(contract.API_PREFIX))
+        if self.rt.limiter.enabled and token is not None and limited:
             decision = self.rt.limiter.check(token)
             extra = decision.headers()
             if not decision.allowed:

@@ -1,4 +1,5 @@
-"""Per-key token bucket: `rate` requests per second, bursts up to ceil(rate)."""
+"""Per-key token bucket: `rate` requests per second, bursts up to ceil(rate), on the
+operations the contract says are rate limited."""
 
 from __future__ import annotations
 
@@ -6,6 +7,19 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+
+# Contract 8: "Requests can be refused with 429 when a rate limit is exceeded on the contact
+# and custom attribute operations"; section 7 lists 429 for those alone. Every other operation
+# is never limited, nor counted: its documented statuses have no 429 (a 429 elsewhere is a
+# fault to inject through the admin API, on purpose).
+_LIMITED_COLLECTIONS = ("custom-attributes", "contacts")
+
+
+def is_limited(path: str) -> bool:
+    """Whether the operation at `path` (below the API prefix) is subject to the rate limit:
+    /chatbots/{chatbotId}/custom-attributes... and /chatbots/{chatbotId}/contacts..."""
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[1] == "chatbots" and parts[3] in _LIMITED_COLLECTIONS
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,6 @@ from botctl.sandbox.web import (
 JSON = dict[str, Any]
 PAID_PLANS = ("hobby", "standard", "unlimited")
 SOURCE = "API"  # conversations stored through the API carry this source
-# 4.6 names four sources; the four third-party channel names are not given, so strictly only
-# these are accepted in a filter.
-SOURCES = ("API", "Playground", "Action preview", "Widget or Iframe")
 CONVERSATIONS_DEFAULT_SIZE = 10
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -59,14 +56,15 @@ def _conversation_id(value: Any, where: str) -> str:
     return value
 
 
-_CHAT = {
-    "messages": _messages,
-    "chatbotId": _conversation_id,
-    "stream": v.boolean,
-    "temperature": v.temperature,
-    "conversationId": _conversation_id,
-    "model": v.one_of(*contract.CHAT_MODELS),
-}
+def _chat_fields(models: tuple[str, ...]) -> dict[str, v.Check]:
+    return {
+        "messages": _messages,
+        "chatbotId": _conversation_id,
+        "stream": v.boolean,
+        "temperature": v.temperature,
+        "conversationId": _conversation_id,
+        "model": v.one_of(*models),
+    }
 
 
 def answer_text(model: str, question: str) -> str:
@@ -83,13 +81,14 @@ def _events(text: str) -> list[str]:
 
 async def chat(request: Request) -> Response:
     """4.2. Order of checks: key (401), plan (403 for free, before the body is read), body
-    (400), chatbot (404), model against plan (403). Success is 200 `{"text": ...}`."""
+    (400), chatbot (404), model against plan (403). Success is 200 `{"text": ...}`. A model
+    is one of the contract's chat list or of the sandbox's `--extra-model`s."""
     key, plan = account(request)
     if plan not in PAID_PLANS:
         raise ApiError(403, contract.MSG_FORBIDDEN, "chat needs a paid plan")
     body = await json_object(request)
     try:
-        req = v.obj(body, "", _CHAT)
+        req = v.obj(body, "", _chat_fields(runtime(request).config.chat_models))
         for required in ("messages", "chatbotId"):
             if required not in req:
                 raise v.Invalid(f"{required}: required")
@@ -150,7 +149,11 @@ def _day(params: dict[str, str], name: str) -> date | None:
 async def get_conversations(request: Request) -> JSONResponse:
     """4.6 with API-NOTES' parameter names. Strict choices: chatbotId required (400),
     startDate after endDate is a 400, dates filter on the UTC creation day inclusively,
-    `size` is 1..100 (default 10), newest conversation first, no totals."""
+    `size` is 1..100 (default 10), newest conversation first, no totals.
+
+    Sources: the four the contract names, and the names given with `--extra-source` for the
+    four channel sources it says exist but does not name; any other is a 400, since the
+    sandbox cannot tell a channel it was not told of from a typo."""
     key, _ = account(request)
     names = ("chatbotId", "filteredSources", "startDate", "endDate", "page", "size")
     params = strict_query(request, names)
@@ -163,9 +166,11 @@ async def get_conversations(request: Request) -> JSONResponse:
     sources = None
     if "filteredSources" in params:
         sources = [s.strip() for s in params["filteredSources"].split(",")]
-        unknown = [s for s in sources if s not in SOURCES]
+        known = runtime(request).config.conversation_sources
+        unknown = [s for s in sources if s not in known]
         if unknown:
-            raise ApiError(400, contract.MSG_INVALID_DATA, f"unknown source {unknown[0]!r}")
+            detail = f"unknown source {unknown[0]!r} (name channel sources with --extra-source)"
+            raise ApiError(400, contract.MSG_INVALID_DATA, detail)
     page = int_param(params, "page", 1, 1, None)
     size = int_param(
         params, "size", CONVERSATIONS_DEFAULT_SIZE, 1, contract.CONVERSATIONS_PAGE_SIZE_MAX

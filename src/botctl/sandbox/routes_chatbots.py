@@ -7,7 +7,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from botctl import contract
-from botctl.sandbox import validation, views
+from botctl.sandbox import views
 from botctl.sandbox.web import (
     ApiError,
     account,
@@ -28,8 +28,9 @@ async def update_settings(request: Request) -> JSONResponse:
     A body with only `chatbotId` is accepted and changes nothing."""
     key, _ = account(request)
     body = await json_object(request)
-    chatbot_id, changes = validation.settings_update(body)  # Invalid -> 400 (app's handler)
-    store = runtime(request).store
+    rt = runtime(request)
+    chatbot_id, changes = rt.rules.settings_update(body)  # Invalid -> 400 (app's handler)
+    store = rt.store
     with store.atomic():
         owned_chatbot(request, key, chatbot_id)
         store.update_chatbot(chatbot_id, settings=changes)

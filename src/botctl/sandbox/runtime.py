@@ -12,6 +12,7 @@ from botctl.sandbox.config import SandboxConfig
 from botctl.sandbox.faults import FaultBook
 from botctl.sandbox.ratelimit import RateLimiter
 from botctl.sandbox.store import Store
+from botctl.sandbox.validation import Rules
 
 LOG_LIMIT = 10_000  # oldest entries go first; a long-running sandbox must not grow forever
 
@@ -59,6 +60,8 @@ class RequestLog:
 class Runtime:
     config: SandboxConfig
     store: Store
+    rules: Rules = field(default_factory=Rules)  # of the v1 writes
+    dashboard: Rules = field(default_factory=lambda: Rules(dashboard=True))  # admin API
     faults: FaultBook = field(default_factory=FaultBook)
     limiter: RateLimiter = field(default_factory=lambda: RateLimiter(0))
     log: RequestLog = field(default_factory=RequestLog)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from botctl import contract
@@ -93,14 +93,12 @@ def obj(value: Any, where: str, fields: Mapping[str, Check]) -> JSON:
     return {k: fields[k](v, f"{prefix}{k}") for k, v in value.items()}
 
 
-_STYLES: dict[str, Check] = {
-    "theme": one_of(*contract.THEMES),
-    "buttonColor": hex_colour,
-    "displayName": string,
-    "alignChatButton": one_of(*contract.ALIGNMENTS),
-    "userMessageColor": hex_colour,
-    "autoOpenChatWindowAfter": non_negative_int,
-}
+def integer(value: Any, where: str) -> int:
+    if not is_int(value):
+        raise Invalid(f"{where}: must be an integer")
+    return int(value)
+
+
 _LEAD_FIELD: dict[str, Check] = {"active": boolean, "label": string}
 
 
@@ -114,36 +112,58 @@ _LEAD_FORM: dict[str, Check] = {
     "email": _lead_field,
     "phone": _lead_field,
 }
-SETTINGS_FIELDS: dict[str, Check] = {
-    "name": string,
-    "instructions": string,
-    "initialMessages": strings,
-    "suggestedMessages": strings,
-    "visibility": one_of(*contract.VISIBILITIES),
-    "domains": strings,
-    "onlyAllowOnAddedDomains": boolean,
-    "ipLimit": non_negative_int,
-    "ipLimitTimeframe": non_negative_int,
-    "ipLimitMessage": string,
-    "model": one_of(*contract.SETTINGS_MODELS),
-    "temp": temperature,
-    "styles": lambda v, w: obj(v, w, _STYLES),
-    "collectCustomerInformation": lambda v, w: obj(v, w, _LEAD_FORM),
-}
 
 
-def settings(value: Any, where: str = "") -> JSON:
-    """Contract 2.1 without `chatbotId`: every given field checked, none required."""
-    return obj(value, where, SETTINGS_FIELDS)
+class Rules:
+    """The settings checks of one sandbox: the fixed shapes of contract 2.1-2.4 plus what
+    its configuration adds (models released after the contract, `--extra-model`).
 
+    `dashboard` rules are those of a change made "in the dashboard" (admin API, seed): the
+    dashboard may store a negative ipLimit, ipLimitTimeframe or autoOpenChatWindowAfter,
+    which the contract does not bound but the v1 write refuses (a negative count or delay has
+    no meaning the contract gives), so that a client can meet a value it cannot write back.
+    """
 
-def settings_update(body: JSON) -> tuple[str, JSON]:
-    """Contract 4.1: `chatbotId` required and a string; the rest as in `settings`."""
-    chatbot_id = body.get("chatbotId")
-    if not isinstance(chatbot_id, str) or not chatbot_id:
-        raise Invalid("chatbotId: required, a non-empty string")
-    rest = {k: v for k, v in body.items() if k != "chatbotId"}
-    return chatbot_id, settings(rest)
+    def __init__(
+        self, models: Collection[str] = contract.SETTINGS_MODELS, *, dashboard: bool = False
+    ) -> None:
+        count = integer if dashboard else non_negative_int
+        styles: dict[str, Check] = {
+            "theme": one_of(*contract.THEMES),
+            "buttonColor": hex_colour,
+            "displayName": string,
+            "alignChatButton": one_of(*contract.ALIGNMENTS),
+            "userMessageColor": hex_colour,
+            "autoOpenChatWindowAfter": count,
+        }
+        self.settings_fields: dict[str, Check] = {
+            "name": string,
+            "instructions": string,
+            "initialMessages": strings,
+            "suggestedMessages": strings,
+            "visibility": one_of(*contract.VISIBILITIES),
+            "domains": strings,
+            "onlyAllowOnAddedDomains": boolean,
+            "ipLimit": count,
+            "ipLimitTimeframe": count,
+            "ipLimitMessage": string,
+            "model": one_of(*models),
+            "temp": temperature,
+            "styles": lambda v, w: obj(v, w, styles),
+            "collectCustomerInformation": lambda v, w: obj(v, w, _LEAD_FORM),
+        }
+
+    def settings(self, value: Any, where: str = "") -> JSON:
+        """Contract 2.1 without `chatbotId`: every given field checked, none required."""
+        return obj(value, where, self.settings_fields)
+
+    def settings_update(self, body: JSON) -> tuple[str, JSON]:
+        """Contract 4.1: `chatbotId` required and a string; the rest as in `settings`."""
+        chatbot_id = body.get("chatbotId")
+        if not isinstance(chatbot_id, str) or not chatbot_id:
+            raise Invalid("chatbotId: required, a non-empty string")
+        rest = {k: v for k, v in body.items() if k != "chatbotId"}
+        return chatbot_id, self.settings(rest)
 
 
 def attribute_name(value: Any, where: str) -> str:

@@ -37,13 +37,20 @@ def _attribute_list(value: Any, where: str) -> list[Any]:
     return value
 
 
-_SPEC: dict[str, v.Check] = {
-    "id": _chatbot_id,
-    "account": v.string,
-    "settings": v.settings,
-    "attributes": _attribute_list,
-    "icon": v.boolean,
-}
+def dashboard_rules(config: SandboxConfig) -> v.Rules:
+    """What a dashboard edit may store: the v1 write's rules, plus values the contract
+    allows and the v1 write refuses (see `Rules`)."""
+    return v.Rules(config.settings_models, dashboard=True)
+
+
+def _spec(rules: v.Rules) -> dict[str, v.Check]:
+    return {
+        "id": _chatbot_id,
+        "account": v.string,
+        "settings": rules.settings,
+        "attributes": _attribute_list,
+        "icon": v.boolean,
+    }
 
 
 def resolve_account(store: Store, ref: str | None) -> str:
@@ -59,8 +66,8 @@ def resolve_account(store: Store, ref: str | None) -> str:
     raise v.Invalid("account: no such account")
 
 
-def create_chatbot(store: Store, spec: Any) -> str:
-    fields = v.obj(spec, "", _SPEC)
+def create_chatbot(store: Store, spec: Any, rules: v.Rules) -> str:
+    fields = v.obj(spec, "", _spec(rules))
     if "id" not in fields:
         raise v.Invalid("id: required")
     records: list[JSON] = []
@@ -81,20 +88,18 @@ def create_chatbot(store: Store, spec: Any) -> str:
     return str(fields["id"])
 
 
-_PATCH: dict[str, v.Check] = {
-    "settings": v.settings,
-    "attributes": _attribute_list,
-    "icon": v.boolean,
-}
-
-
-def patch_chatbot(store: Store, chatbot_id: str, spec: Any) -> None:
+def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> None:
     """Partial settings (nested objects replace whole); attributes upserted by exact name.
 
     Unlike the v1 PUT, an omitted `archived` leaves the flag alone: a dashboard edit changes
     only what it shows. The type of an existing attribute cannot change.
     """
-    fields = v.obj(spec, "", _PATCH)
+    checks: dict[str, v.Check] = {
+        "settings": rules.settings,
+        "attributes": _attribute_list,
+        "icon": v.boolean,
+    }
+    fields = v.obj(spec, "", checks)
     with store.atomic():
         if store.chatbot(chatbot_id) is None:
             raise KeyError(chatbot_id)
@@ -132,7 +137,7 @@ def _load_seed(path: Path) -> JSON:
     return data
 
 
-def apply_seed(store: Store, path: Path) -> None:
+def apply_seed(store: Store, path: Path, rules: v.Rules) -> None:
     """Idempotent: missing accounts are added, chatbots whose id exists are left alone."""
     data = _load_seed(path)
     try:
@@ -148,7 +153,7 @@ def apply_seed(store: Store, path: Path) -> None:
             if isinstance(spec, dict) and store.chatbot(str(spec.get("id"))) is not None:
                 continue
             try:
-                create_chatbot(store, spec)
+                create_chatbot(store, spec, rules)
             except v.Invalid as exc:
                 raise v.Invalid(f"chatbots[{i}]: {exc.detail}") from None
     except v.Invalid as exc:
@@ -160,4 +165,4 @@ def bootstrap(store: Store, config: SandboxConfig) -> None:
     for key, plan in config.api_keys.items():
         store.upsert_account(key, plan)
     if config.seed is not None:
-        apply_seed(store, config.seed)
+        apply_seed(store, config.seed, dashboard_rules(config))

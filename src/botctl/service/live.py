@@ -126,9 +126,11 @@ def _live_bot(
     record = listing.get(bot.chatbot_id)
     if record is None:
         return LiveBot(chatbot_id=bot.chatbot_id, exists=False)
+    observed, refused = settings.read_live(record)
     return LiveBot(
         chatbot_id=bot.chatbot_id,
-        settings=settings.parse_live(record),
+        settings=observed,
+        refused=refused,
         attributes=attribute_list,
     )
 

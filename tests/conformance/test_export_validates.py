@@ -1,0 +1,111 @@
+"""`export` never writes a file that `validate` refuses (issue 9): values the service may hold
+beyond botctl's rules are either accepted (a hex colour with alpha, which the contract's "hex
+colour code" allows) or written in a comment and left unmanaged (a negative ipLimit, to which
+the contract gives no meaning; a model newer than this botctl)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from botctl.config.export import export_document
+from botctl.config.loader import load_desired
+from botctl.models import LiveBot
+from botctl.resources.settings import ChatbotSettings, known_fields, read_live
+from tests.e2e_support import KEY, Bench
+
+HELD = {
+    "name": "Support",
+    "model": "gpt-9-preview",  # released after this botctl
+    "ipLimit": -1,
+    "ipLimitTimeframe": 60,
+    "temp": 0.3,
+    "styles": {"theme": "dark", "buttonColor": "#ffffff80", "userMessageColor": "#0a84ffcc"},
+}
+
+
+def test_export_of_off_rule_values_validates(
+    sandbox_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = sandbox_factory(
+        api_keys={KEY: "standard"}, reads="extended", extra_models=("gpt-9-preview",)
+    )
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+    bench.create_bot("bot-1", settings=HELD)  # "in the dashboard", which may hold them
+    out = tmp_path / "bots"
+
+    exported = bench.run("export", "bot-1", "--out", str(out))
+    assert exported.exit_code == 0, exported.output
+    (path,) = out.glob("*.yaml")
+    text = path.read_text(encoding="utf-8")
+    validated = bench.run("validate", str(out))
+    assert validated.exit_code == 0, validated.output + text
+
+    document = yaml.safe_load(text)
+    written = document["spec"]["settings"]
+    assert written["styles"] == HELD["styles"]  # accepted: the contract allows alpha
+    assert "ipLimit" not in written
+    assert "model" not in written
+    assert "#   ipLimit: -1  (Input should be greater than or equal to 0)" in text
+    assert '#   model: "gpt-9-preview"  (not in this botctl\'s model list' in text
+    assert "--allow-unknown-models" in text
+
+    # What was written is what the service holds: the next plan changes nothing of it.
+    plan = bench.plan_json(str(out))
+    assert [c for c in plan["changes"] if c["resource"] == "settings"] == []
+
+
+# Values as the service's JSON may carry them: anything JSON can express, NaN included
+# (json.loads accepts it). Text without '$': escaping ${...} on export is another change.
+_text = st.text(st.characters(exclude_characters="$", exclude_categories=["Cs"]), max_size=12)
+_json_scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_infinity=True, allow_nan=True),
+    _text,
+    st.sampled_from(["#fff", "#ffffff80", "#12345", "gpt-5-mini", "gpt-9", "public", "dark"]),
+)
+_json = st.recursive(
+    _json_scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(  # live parsing drops null members (botctl.live)
+            st.sampled_from(["theme", "buttonColor", "active", "label", "title", "email", "x"]),
+            inner.filter(lambda v: v is not None),
+            max_size=3,
+        ),
+    ),
+    max_leaves=6,
+)
+_live_settings = st.dictionaries(
+    st.sampled_from(sorted(ChatbotSettings.model_fields)), _json.filter(lambda v: v is not None)
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(live=_live_settings)
+def test_every_export_validates_and_keeps_what_it_writes(live: dict[str, Any]) -> None:
+    """Whatever the service holds, the exported document loads without an error, and every
+    setting it declares reads back exactly as the service holds it."""
+    observed, refused = read_live(live)
+    bot = LiveBot(chatbot_id="bot-1", settings=observed, refused=refused)
+    text = export_document(bot, "bot", "BOTCTL_API_KEY")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bot.yaml"
+        path.write_text(text, encoding="utf-8")
+        desired = load_desired([path], environ={})  # raises ConfigError on any error
+    (spec,) = desired.bots
+    declared = spec.settings.json_fields
+    # As read: in the write's spelling, members the contract does not have dropped.
+    held = json.loads(json.dumps(known_fields(live, ChatbotSettings)))
+    assert declared == {name: held[name] for name in declared}
+    for name in set(held) - set(declared):
+        assert f"#   {name}: " in text, name  # refused values are shown, not dropped
