@@ -13,9 +13,16 @@ from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
 from botctl.resources.attributes import detail_lines
 from botctl.values import JsonValue
 
-SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+"}
+SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+", "reassert": "="}
 ITEM_SYMBOLS = {"add": "+", "remove": "-", "change": "~"}
-COLOURS = {"create": "32", "update": "33", "archive": "31", "unarchive": "32", "warn": "1;31"}
+COLOURS = {
+    "create": "32",
+    "update": "33",
+    "archive": "31",
+    "unarchive": "32",
+    "reassert": "36",
+    "warn": "1;31",
+}
 FLAG_TEXT = {FLAG_CUTS_OFF_USERS: "may cut users off"}
 UNMANAGED_NOTE = "(not declared; archived only with prune)"
 
@@ -83,6 +90,11 @@ def change_lines(change: Change, style: Style) -> list[str]:
         " " + style(f"[!] {FLAG_TEXT.get(flag, flag)}", COLOURS["warn"]) for flag in change.flags
     )
     where = f"{change.resource} {change.path}"
+    if change.action == "reassert":
+        return [
+            f"  {symbol} reassert {where}: {fmt(change.after)}  ({change.confidence}: cannot "
+            "be read back; sent again as last applied)"
+        ]
     if change.resource == "attribute":
         head = f"  {symbol} {change.action} {where}  ({change.confidence}){flags}"
         return [head, *(f"      {line}" for line in detail_lines(change, fmt))]
@@ -90,7 +102,9 @@ def change_lines(change: Change, style: Style) -> list[str]:
         head = f"  {symbol} {where}  ({change.confidence}){flags}"
         return [head, *_unified(change.before, change.after, "      ")]
     before = "(unknown)" if change.confidence == "unknown" else fmt(change.before)
-    head = f"  {symbol} {where}: {before} -> {fmt(change.after)}  ({change.confidence}){flags}"
+    # A sub-field a nested object sent whole no longer holds: the request removes it.
+    after = "(removed)" if change.after is None else fmt(change.after)
+    head = f"  {symbol} {where}: {before} -> {after}  ({change.confidence}){flags}"
     return [head, *(_item_line(item) for item in change.detail)]
 
 
