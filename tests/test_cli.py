@@ -65,12 +65,17 @@ def test_schema_command_prints_the_checked_in_schema() -> None:
     assert json.loads(result.output) == json_schema()
 
 
-def test_demo_runs_offline_and_shows_drift() -> None:
+def test_demo_runs_offline_adopts_and_shows_drift() -> None:
     result = invoke("demo")
     assert result.exit_code == 0, result.output
+    # Adopted with export, drift on it starts clean...
+    assert "$ botctl export faq-bot --out" in result.output
+    assert "No drift: 0 changed outside botctl" in result.output
     assert "No changes. The service matches the configuration." in result.output
-    assert "Drift detected" in result.output
-    assert "changed outside botctl" in result.output
+    # ... and a dashboard edit of it is caught in its class, beside the applied examples'.
+    drift = result.output.split("8. $ botctl drift", 1)[1]
+    assert "Drift detected: 3 changed outside botctl" in drift
+    assert 'faq:\n  ! settings model: recorded "gpt-4o-mini" (verified), now "gpt-5-mini"' in drift
 
 
 def test_unlock_when_not_locked(tmp_path: Path) -> None:

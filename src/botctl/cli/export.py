@@ -10,7 +10,7 @@ import click
 from botctl.cli.console import err, run_async
 from botctl.cli.options import LOCK_TIMEOUT, STATE
 from botctl.defaults import DEFAULT_API_KEY_ENV
-from botctl.errors import EXIT_ERROR, EXIT_OK
+from botctl.errors import EXIT_OK
 
 
 @click.command()
@@ -59,39 +59,21 @@ def export(
       botctl export --all --out bots/          # adopt every chatbot of the account
       botctl export ckl123abc456               # print one document
     """
-    from botctl.config.export import export_document, handle_for
+    from botctl.config.export import export_documents, write_documents
     from botctl.pipeline.flows import read_for_export, record_export
-    from botctl.plan import BotRef
     from botctl.service.options import ServiceOptions
 
     if bool(chatbot_ids) == export_all:
         raise click.UsageError("give CHATBOT_ID... or --all (not both)")
     options = ServiceOptions(api_url=api_url, sandbox=sandbox)
     bots = run_async(read_for_export(list(chatbot_ids), api_key_env, os.environ, options))
-    taken: set[str] = set()
-    documents = [
-        (
-            handle := handle_for(b.chatbot_id, b.settings, taken),
-            export_document(b, handle, api_key_env),
-        )
-        for b in bots
-    ]
+    exported = export_documents(bots, api_key_env)
     if out is None:
-        click.echo("---\n".join(text for _, text in documents), nl=False)
+        click.echo("---\n".join(doc.text for doc in exported), nl=False)
         err("The state was not changed: with --out, export also records each chatbot's baseline.")
         return EXIT_OK
-    out.mkdir(parents=True, exist_ok=True)
-    for handle, text in documents:
-        target = out / f"{handle}.yaml"
-        if target.exists():
-            err(f"error: {target} exists; not overwritten (remove it or choose another --out)")
-            return EXIT_ERROR
-        target.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {target}")
-    exported = [
-        (BotRef(handle, bot.chatbot_id, api_key_env), bot)
-        for (handle, _), bot in zip(documents, bots, strict=True)
-    ]
-    record_export(state_path, lock_timeout, exported)
+    for path in write_documents(out, exported):
+        click.echo(f"wrote {path}")
+    record_export(state_path, lock_timeout, exported, api_key_env)
     click.echo(f"recorded the baseline of {len(exported)} chatbot(s) in {state_path}")
     return EXIT_OK

@@ -1,21 +1,26 @@
 """Live chatbots -> YAML documents of botctl's format, so a team can adopt bots that exist.
 
-Pure: it formats what was read. Settings the service does not let botctl read are listed in a
-comment of each document, so nobody mistakes "not exported" for "not set". A value the service
-holds but `botctl validate` refuses (a negative ipLimit, a model newer than this botctl) is
-written in a comment too, never as a setting: an exported file always validates.
+It formats what was read, and writes the documents (all or none). Settings the service does
+not let botctl read are listed in a comment of each document, so nobody mistakes "not
+exported" for "not set". A value the service holds but `botctl validate` refuses (a negative
+ipLimit, a model newer than this botctl) is written in a comment too, never as a setting: an
+exported file always validates.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from botctl import contract
 from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.errors import BotctlError
 from botctl.models import LiveBot
 from botctl.resources.settings import ChatbotSettings
 
@@ -112,3 +117,42 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         lines.append("# The attribute list could not be read: customAttributes not exported.")
     body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return "\n".join(lines) + "\n" + body
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One chatbot's exported document."""
+
+    handle: str  # its metadata.name, and the name of its file
+    bot: LiveBot
+    text: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.handle}.yaml"
+
+
+def export_documents(bots: Sequence[LiveBot], api_key_env: str) -> list[Exported]:
+    """A document per chatbot, each with a handle unique among them."""
+    taken: set[str] = set()
+    exported = []
+    for bot in bots:
+        handle = handle_for(bot.chatbot_id, bot.settings, taken)
+        exported.append(Exported(handle, bot, export_document(bot, handle, api_key_env)))
+    return exported
+
+
+def write_documents(out: Path, exported: Sequence[Exported]) -> list[Path]:
+    """Write every document into ``out``, or none: an existing file is never overwritten, and
+    that is checked for all of them before the first is written."""
+    targets = [out / doc.file_name for doc in exported]
+    clashing = [str(target) for target in targets if target.exists()]
+    if clashing:
+        raise BotctlError(
+            f"{', '.join(clashing)} already exist(s): not overwritten, and nothing was written "
+            "(remove them or choose another --out)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for target, doc in zip(targets, exported, strict=True):
+        target.write_text(doc.text, encoding="utf-8")
+    return targets

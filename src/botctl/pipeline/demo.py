@@ -1,24 +1,36 @@
 """``botctl demo``: the whole loop on the embedded sandbox, offline, in seconds.
 
-Seeds two chatbots that "already exist" (configured by hand), plans and applies ``examples/``,
-re-plans to nothing, makes an edit "in the dashboard", and shows drift catching it. Everything
-lives in a throwaway directory; the user's own state file and keys are never touched.
+Seeds chatbots that "already exist" (configured by hand): one nobody has YAML for, adopted
+with ``export`` (drift is clean), and the ones ``examples/`` configures, planned and applied,
+re-planned to nothing. Then edits "in the dashboard" and shows drift catching each in its
+class. Everything lives in a throwaway directory; the user's own state file and keys are
+never touched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import botctl
+from botctl.config.export import export_documents, write_documents
+from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.models import Desired
-from botctl.pipeline.flows import apply_unattended, make_drift, make_plan
+from botctl.pipeline.flows import (
+    apply_unattended,
+    make_drift,
+    make_plan,
+    read_for_export,
+    record_export,
+)
 from botctl.pipeline.workspace import Workspace, load
 from botctl.reconcile.apply import OpResult
 from botctl.render import render_drift, render_plan
 from botctl.service.connect import resolve_keys
-from botctl.service.embedded import AdminCall, bootstrap_calls, sandbox_admin
+from botctl.service.embedded import AdminCall, bootstrap_calls, sandbox_admin, sandbox_key
 from botctl.service.options import ServiceOptions
+from botctl.values import JsonValue
 
 Echo = Callable[[str], None]
 
@@ -61,15 +73,41 @@ def _seed_calls(desired: Desired, keys: dict[str, str]) -> list[AdminCall]:
     return calls
 
 
-def _dashboard_edit(desired: Desired) -> tuple[AdminCall, str]:
+# A chatbot nobody has written YAML for yet: the demo adopts it with `botctl export`.
+ADOPTED = "faq-bot"
+
+
+def _adoptable() -> list[AdminCall]:
+    """The account of the default key variable, and the chatbot to adopt in it."""
+    account = sandbox_key(DEFAULT_API_KEY_ENV)
+    body: dict[str, JsonValue] = {
+        "id": ADOPTED,
+        "account": account,
+        "settings": {"name": "FAQ", "model": "gpt-4o-mini", "visibility": "public"},
+        "attributes": [{"name": "topic", "type": "text", "label": "Topic"}],
+    }
+    return [
+        AdminCall("POST", "/_sandbox/accounts", {"key": account, "plan": "standard"}),
+        AdminCall("POST", "/_sandbox/chatbots", body, ok=(201, 409)),
+    ]
+
+
+def _dashboard_edits(desired: Desired) -> tuple[list[AdminCall], str]:
     bot = desired.bots[0]
-    edit: dict[str, object] = {"settings": {"name": f"{bot.settings.name or bot.name} (renamed)"}}
+    edit: dict[str, JsonValue] = {
+        "settings": {"name": f"{bot.settings.name or bot.name} (renamed)"}
+    }
     what = f"renames {bot.name!r}"
     if bot.attributes:
         attr = bot.attributes[0]
         edit["attributes"] = [{"name": attr.name, "label": f"{attr.label or attr.name} (edited)"}]
         what += f" and relabels its attribute {attr.name!r}"
-    return AdminCall("PATCH", f"/_sandbox/chatbots/{bot.chatbot_id}", edit), what
+    adopted = {"settings": {"model": "gpt-5-mini"}}
+    calls = [
+        AdminCall("PATCH", f"/_sandbox/chatbots/{bot.chatbot_id}", edit),
+        AdminCall("PATCH", f"/_sandbox/chatbots/{ADOPTED}", adopted),
+    ]
+    return calls, f"{what}, and switches the adopted {ADOPTED!r} to another model"
 
 
 async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -> bool:
@@ -81,14 +119,28 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     )
     desired = load(ws)
     keys = resolve_keys([b.ref for b in desired.bots], ws.environ, sandbox=True)
-    await sandbox_admin(ws.service.sandbox_db, _seed_calls(desired, keys))
+    await sandbox_admin(ws.service.sandbox_db, [*_seed_calls(desired, keys), *_adoptable()])
     names = ", ".join(f"{b.name} ({b.chatbot_id})" for b in desired.bots)
-    echo(f"1. The sandbox holds chatbots set up by hand: {names}.\n")
+    echo(f"1. The sandbox holds chatbots set up by hand: {names}, and {ADOPTED}.\n")
 
-    echo(f"2. $ botctl plan {examples}\n")
+    adopted = workdir / "adopted"
+    echo(f"2. $ botctl export {ADOPTED} --out {adopted}   # adopt a chatbot that exists\n")
+    env = DEFAULT_API_KEY_ENV
+    found = await read_for_export([ADOPTED], env, ws.environ, ws.service)
+    exported = export_documents(found, env)
+    for path in write_documents(adopted, exported):
+        echo(f"   wrote {path.name}")
+    record_export(ws.state_path, 0.0, exported, env)
+    echo("")
+    adopting = replace(ws, paths=[adopted])
+    echo(f"3. $ botctl drift {adopted}   # the baseline export recorded: nothing to report\n")
+    clean = await make_drift(adopting)
+    echo(render_drift(clean, "text", colour=colour))
+
+    echo(f"4. $ botctl plan {examples}\n")
     echo(render_plan(await make_plan(ws), "text", colour=colour))
 
-    echo(f"3. $ botctl apply {examples} --auto-approve\n")
+    echo(f"5. $ botctl apply {examples} --auto-approve\n")
 
     def progress(result: OpResult) -> None:
         echo(f"   {result.status:<8} {result.operation.label}")
@@ -97,20 +149,23 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     applied_ok = outcome is not None and outcome.report.ok
     echo("")
 
-    echo(f"4. $ botctl plan {examples}   # again: converged, nothing left to do\n")
+    echo(f"6. $ botctl plan {examples}   # again: converged, nothing left to do\n")
     again = await make_plan(ws)
     echo(render_plan(again, "text", colour=colour))
 
-    call, what = _dashboard_edit(desired)
-    echo(f"5. Someone edits the dashboard: {what}.\n")
-    await sandbox_admin(ws.service.sandbox_db, [call])
+    calls, what = _dashboard_edits(desired)
+    echo(f"7. Someone edits the dashboard: {what}.\n")
+    await sandbox_admin(ws.service.sandbox_db, calls)
 
-    echo(f"6. $ botctl drift {examples}\n")
-    report = await make_drift(ws)
+    everything = replace(ws, paths=[examples, adopted])
+    echo(f"8. $ botctl drift {examples} {adopted}\n")
+    report = await make_drift(everything)
     echo(render_drift(report, "text", colour=colour))
     echo(
-        "Next: `botctl apply` would put the dashboard edit back; `botctl sandbox serve "
+        "Next: `botctl apply` would put the dashboard edits back; `botctl sandbox serve "
         "--api-key dev` runs this sandbox as a real HTTP server; `botctl COMMAND --help` and "
         "botctl's README have the reference."
     )
-    return applied_ok and again.empty and report.has_drift
+    caught = {item.bot.chatbot_id for item in report.of("changed_outside")}
+    expected = {ADOPTED, *(b.chatbot_id for b in desired.bots[:1])}
+    return applied_ok and not clean.has_drift and again.empty and caught == expected

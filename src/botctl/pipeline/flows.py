@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from botctl.config.export import Exported
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import BotctlError, ReadsUnavailable, ServiceError
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
@@ -230,15 +231,16 @@ async def read_for_export(
 
 
 def record_export(
-    state_path: Path, lock_timeout: float, exported: Sequence[tuple[BotRef, LiveBot]]
+    state_path: Path, lock_timeout: float, exported: Sequence[Exported], api_key_env: str
 ) -> None:
     """Record what an export read as the baseline of each chatbot it wrote, so that drift on
     the exported files starts clean."""
     with StateLock(state_path, timeout=lock_timeout, command="export"):
         state = load_state(state_path)
         changed = False
-        for bot, seen in exported:
-            found = baseline.observed(bot, seen)
+        for doc in exported:
+            bot = BotRef(doc.handle, doc.bot.chatbot_id, api_key_env)
+            found = baseline.observed(bot, doc.bot)
             changed |= state.record_verified(bot, found.settings, found.attributes)
         if changed:
             save_state(state, state_path)
