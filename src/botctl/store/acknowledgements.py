@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from botctl.errors import BotctlError
-from botctl.store.files import write_atomically
+from botctl.store.files import first_problem, read_text, write_atomically
 from botctl.values import JsonValue
 
 
@@ -55,19 +55,12 @@ class _File(BaseModel):
 
 
 def read_acknowledgements(path: Path) -> list[Acknowledgement]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BotctlError(f"cannot read acknowledgements {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise BotctlError(f"acknowledgements {path} is not UTF-8 text") from None
+    text = read_text(path, "acknowledgements", BotctlError)
     try:
         data = _File.model_validate_json(text)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
         raise BotctlError(
-            f"acknowledgements {path} are not valid ({where}: {error['msg']}); expected "
+            f"acknowledgements {path} are not valid ({first_problem(exc)}); expected "
             '{"entries": [{"chatbotId", "resource", "key", "live", "until"}]}'
         ) from None
     for entry in data.entries:

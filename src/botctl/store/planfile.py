@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from botctl.errors import PlanError
 from botctl.plan import BotRef, Dependency, Operation, Plan, Unmanaged
-from botctl.store.files import write_atomically
+from botctl.store.files import first_problem, read_text, write_atomically
 
 PLAN_FILE_KIND = "botctl-plan"
 FORMAT_VERSION = 2  # 2: operations carry their changes
@@ -82,9 +82,7 @@ def plan_from_document(data: Any) -> Plan:
     try:
         parsed = _PlanFile.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise PlanError(f"plan file is malformed: {where}: {error['msg']}") from None
+        raise PlanError(f"plan file is malformed: {first_problem(exc)}") from None
     return Plan(
         operations=parsed.operations,
         unmanaged=parsed.unmanaged,
@@ -109,12 +107,7 @@ def write_plan_file(plan: Plan, path: Path) -> None:
 
 
 def read_plan_file(path: Path) -> Plan:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"cannot read plan file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise PlanError(f"plan file {path} is not UTF-8 text") from None
+    text = read_text(path, "plan file", PlanError)
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -35,7 +35,7 @@ from botctl.models import BotRecord, State
 from botctl.plan import Operation
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
-from botctl.store.files import write_atomically
+from botctl.store.files import first_problem, read_text_if_any, write_atomically
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -63,13 +63,8 @@ class _StateFile(BaseModel):
 
 def load_state(path: Path) -> State:
     """Read the state file; a missing file is an empty state (botctl still converges)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return State()
-    except OSError as exc:
-        raise StateError(f"cannot read state file {path}: {exc.strerror}") from None
-    return state_from_text(text, str(path))
+    text = read_text_if_any(path, "state file", StateError)
+    return State() if text is None else state_from_text(text, str(path))
 
 
 def state_from_text(text: str, where: str) -> State:
@@ -79,7 +74,7 @@ def state_from_text(text: str, where: str) -> State:
     except ValidationError as exc:
         _check_version(where, text)
         raise StateError(
-            f"state file {where} is not valid botctl state ({_first_problem(exc)}); restore "
+            f"state file {where} is not valid botctl state ({first_problem(exc)}); restore "
             "it from a backup, or move it away to start over (botctl then re-sends what it "
             "cannot verify)"
         ) from None
@@ -109,12 +104,6 @@ def _check_version(where: str, text: str, version: object = None) -> None:
             f"state file {where} has format_version {version!r}; this botctl reads "
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else error["msg"]
 
 
 def state_document(state: State, bots: Mapping[str, Any] | None = None) -> dict[str, Any]:
