@@ -111,9 +111,10 @@ def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
     lock_path_for(path).write_text(json.dumps(info))
     with pytest.raises(LockError, match="botctl unlock"):
         StateLock(path, timeout=0.2).acquire()
-    holder = break_lock(path)
-    assert holder is not None
-    assert holder.since == "then"
+    done = break_lock(path)
+    assert done.holder is not None
+    assert done.holder.since == "then"
+    assert done.holder_gone
     StateLock(path).acquire()
 
 
