@@ -104,7 +104,7 @@ class StateLock:
         if self.info is not None:
             info, self.info = self.info, None
             # Only our own lock: after a forced unlock, another run's lock stays.
-            self.backend.remove_lock(info, f"botctl unlock: {info.command} finished")
+            self.backend.remove_lock(info, f"{info.command}: lock released")
         self._stack.close()
 
     def __enter__(self) -> StateLock:

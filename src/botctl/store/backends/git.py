@@ -38,6 +38,7 @@ SCHEME = "git+"
 _LOCK_ATTEMPTS = 10
 # The user's repository, if botctl runs inside one, must never be what git works on.
 _REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+_NO_OBJECT = "0" * 40
 _PUSH_LOST = ("[rejected]", "cannot lock ref", "but expected", "stale info", "fetch first")
 
 
@@ -174,12 +175,15 @@ class GitBackend(StateBackend):
         self._env["GIT_INDEX_FILE"] = str(index)
         try:
             self._git("read-tree", *([parent] if parent else ["--empty"]))
+            entries = []
             for path, text in files.items():
                 if text is None:
-                    self._git("update-index", "--force-remove", "--", path)
+                    entries.append(f"0 {_NO_OBJECT}\t{path}\n")  # mode 0: remove the path
                     continue
                 blob = self._git("hash-object", "-w", "--stdin", input=text).stdout.strip()
-                self._git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+                entries.append(f"100644 {blob}\t{path}\n")
+            # --index-info, not --add/--force-remove: those want a work tree, and there is none.
+            self._git("update-index", "--index-info", input="".join(entries))
             tree = self._git("write-tree").stdout.strip()
         finally:
             self._env.pop("GIT_INDEX_FILE", None)
@@ -218,7 +222,7 @@ class GitBackend(StateBackend):
             tip = self._fetch_tip()
             if tip is not None and self._file_at(tip, self.lock_path) is not None:
                 return False
-            message = f"botctl lock: {info.command}\n\nLocked by {info.describe()}.\n"
+            message = f"{info.command}: lock taken\n\nLocked by {info.describe()}.\n"
             if self._push(self._commit(tip, {self.lock_path: info.to_text()}, message), tip):
                 return True
         return False  # the branch kept moving: taken as held, and looked at again
