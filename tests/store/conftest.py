@@ -118,3 +118,14 @@ def state(
     for key, value in made.env.items():
         monkeypatch.setenv(key, value)
     return made
+
+
+@pytest.fixture
+def s3_state(
+    moto_server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> StateUnderTest:
+    """A fresh s3:// state in a bucket of its own."""
+    made = make_state("s3", tmp_path, moto_server)
+    for key, value in made.env.items():
+        monkeypatch.setenv(key, value)
+    return made

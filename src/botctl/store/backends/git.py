@@ -54,7 +54,9 @@ def parse_git_url(url: str) -> tuple[str, str, str]:
             f"branch>, e.g. {example}"
         )
     if branch.startswith("-") or ".." in branch or branch.endswith((".lock", "/")):
-        raise StateError(f"state URL {redact(url)!r}: {branch!r} is not a usable branch name")
+        raise StateError(
+            f"state URL {redact(url)!r}: {branch!r} is not a usable branch name (e.g. {example})"
+        )
     return repo, branch, path.strip("/")
 
 
