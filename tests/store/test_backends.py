@@ -187,17 +187,37 @@ def test_release_leaves_a_lock_taken_after_a_forced_unlock(state: StateUnderTest
         assert read_lock(state.url) == second.info
 
 
+HOLD_THE_LOCK = """
+import sys, time
+from botctl.store.lock import StateLock
+StateLock(sys.argv[1], command="apply").acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
 def test_unlock_refuses_while_the_holder_runs_on_this_host(state: StateUnderTest) -> None:
-    with StateLock(state.url):  # held by this very (live) process
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, state.url],
+        env={**os.environ, **state.env},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
         refused = run(state, "unlock")
         assert refused.exit_code == 1
         assert "is still running on this host" in refused.stderr
-        assert f"pid {os.getpid()}" in refused.stderr
+        assert f"pid {holder.pid} on {socket.gethostname()}" in refused.stderr
         assert read_lock(state.url) is not None
         forced = run(state, "unlock", "--force")
         assert forced.exit_code == 0, forced.output
-        assert "Removed the lock of" in forced.stdout
+        assert f"Removed the lock of pid {holder.pid}" in forced.stdout
         assert read_lock(state.url) is None
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_unlock_of_another_hosts_lock_needs_force(state: StateUnderTest) -> None:
@@ -443,3 +463,29 @@ def test_plan_and_apply_say_when_they_start_fresh(
     assert "starting fresh" in applied.stderr
     again = run(state, "plan", str(config), env=env)
     assert "starting fresh" not in again.stderr
+
+
+def test_an_apply_whose_lock_was_broken_loses_its_next_write(
+    state: StateUnderTest, sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """The failure this issue saw: `unlock` of a live apply, then another writer. The apply's
+    next write loses the compare-and-swap, says so, stops, and overwrites nothing."""
+    server = sandbox_factory(latency_ms=200)
+    config = sandbox_config(tmp_path, server)
+    victim = spawn_apply(state, server, config)
+    with open_backend(state.url) as backend:
+        until(lambda: held_by(backend, victim.pid), "the apply's lock")
+        until(lambda: backend.read().text, "the apply's first state write")
+    assert run(state, "unlock", "--force").exit_code == 0
+    upload = tmp_path / "intruder.json"
+    upload.write_text(doc(1, lineage="intruder"))
+    pushed = run(state, "state", "push", "--force", str(upload))
+    assert pushed.exit_code == 0, pushed.output
+    _, errors = victim.communicate(timeout=300)
+    assert victim.returncode == 1
+    assert LOST in errors
+    assert "nothing was overwritten" in errors
+    assert "Traceback" not in errors
+    after = load_state(state.url)
+    assert (after.lineage, after.serial) == ("intruder", 1)
+    assert read_lock(state.url) is None  # the victim removed no lock but its own
