@@ -158,7 +158,9 @@ def test_the_action_plans_applies_and_catches_drift(runner: Runner, bench: Bench
     comment = Path(plan.outputs["comment-file"]).read_text(encoding="utf-8")
     assert comment.startswith("<!-- botctl:plan -->\n### botctl plan\n\n**Plan: 1 to create")
     assert plan.summary == comment + "\n"
-    assert names(plan.stdout) == ["group", "stop-commands", "endgroup", "notice"]
+    # stderr is relayed inert after the report: the plan's "no state at ...: starting fresh".
+    assert names(plan.stdout) == ["group", "stop-commands", "endgroup", "notice", "stop-commands"]
+    assert "no state at .botctl/state.json: starting fresh" in plan.stdout
     assert bench.writes() == []  # a plan only reads
 
     apply = runner.run(command="apply", path="config/", state=".botctl/state.json")

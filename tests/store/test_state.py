@@ -111,9 +111,10 @@ def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
     lock_path_for(path).write_text(json.dumps(info))
     with pytest.raises(LockError, match="botctl unlock"):
         StateLock(path, timeout=0.2).acquire()
-    holder = break_lock(path)
-    assert holder is not None
-    assert holder.since == "then"
+    done = break_lock(path)
+    assert done.holder is not None
+    assert done.holder.since == "then"
+    assert done.holder_gone
     StateLock(path).acquire()
 
 
@@ -153,3 +154,22 @@ def test_writer_rerenders_only_what_changed_and_writes_the_same_file(tmp_path: P
     assert loaded.bots["bot-1"].settings.json_fields == {"name": "Renamed"}
     assert loaded.bots["bot-2"].settings.json_fields == {"name": "N2", "temp": 0.5}
     assert loaded.bots["bot-0"].settings.json_fields == {"name": "N0"}
+
+
+def test_state_lock_and_plan_files_are_created_0600(tmp_path: Path) -> None:
+    """What botctl writes may hold what it sent: readable by its owner only, whatever the
+    umask."""
+    from botctl.plan import Plan
+    from botctl.store.planfile import write_plan_file
+
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / ".botctl" / "state.json"
+        with StateLock(path):
+            save_state(State(), path)
+            assert lock_path_for(path).stat().st_mode & 0o777 == 0o600
+        write_plan_file(Plan(), tmp_path / "plan.json")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600

@@ -23,6 +23,7 @@ from botctl.cli.export import export
 from botctl.cli.plan import plan
 from botctl.cli.refresh import refresh
 from botctl.cli.schema import schema
+from botctl.cli.state import state
 from botctl.cli.unlock import unlock
 from botctl.cli.validate import validate
 from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
@@ -73,6 +74,7 @@ for _command in (
     schema,
     demo,
     completion,
+    state,
     unlock,
     sandbox,
 ):

@@ -15,6 +15,7 @@ from botctl.cli.options import (
     PATHS,
     REASSERT,
     TARGETS,
+    no_state_notice,
     safety_options,
     service_options,
     workspace,
@@ -93,6 +94,8 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     shown: list[Plan] = []
 
     def show(p: Plan) -> None:
+        if p.state_lineage is None:
+            err(no_state_notice(ws.state_path))
         click.echo(render_plan(p, "text", colour=colour), nl=False)
         progress.total = len(p.operations)
         shown.append(p)

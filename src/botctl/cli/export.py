@@ -44,7 +44,7 @@ def export(
     api_key_env: str,
     api_url: str | None,
     sandbox: bool,
-    state_path: Path,
+    state_path: str,
     lock_timeout: float,
 ) -> int:
     """Write YAML for existing chatbots from what the service lets botctl read: adoption.
@@ -75,5 +75,7 @@ def export(
     for path in write_documents(out, exported):
         click.echo(f"wrote {path}")
     record_export(state_path, lock_timeout, exported, api_key_env)
-    click.echo(f"recorded the baseline of {len(exported)} chatbot(s) in {state_path}")
+    from botctl.store.backends import describe
+
+    click.echo(f"recorded the baseline of {len(exported)} chatbot(s) in {describe(state_path)}")
     return EXIT_OK

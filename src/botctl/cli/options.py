@@ -73,11 +73,19 @@ TARGETS = click.option(
 STATE = click.option(
     "--state",
     "state_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH|URL",
     envvar="BOTCTL_STATE",
-    default=DEFAULT_STATE_PATH,
+    default=str(DEFAULT_STATE_PATH),
     show_default=True,
-    help="State file: what botctl last applied [env BOTCTL_STATE].",
+    help="Where the state (what botctl last applied) lives: a file path, "
+    "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE].",
+)
+LOCK_TIMEOUT = click.option(
+    "--lock-timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="Wait this long for another run's state lock (default: fail at once).",
 )
 FORMAT = click.option(
     "--format",
@@ -111,13 +119,6 @@ REASSERT = click.option(
     help="Also send every managed setting whose current value cannot be read back (a "
     "dashboard edit of it is invisible), folded into the one settings request per chatbot; "
     "listed apart as `reassert` [env BOTCTL_REASSERT].",
-)
-LOCK_TIMEOUT = click.option(
-    "--lock-timeout",
-    type=click.FloatRange(0),
-    default=0.0,
-    metavar="SECONDS",
-    help="Wait this long for another run's state lock (default: fail at once).",
 )
 
 config_options = stack(PATHS, ALLOW_UNKNOWN_MODELS, TARGETS)
@@ -168,6 +169,13 @@ safety_options = stack(
         help="Most attributes one run may archive across all chatbots.",
     ),
 )
+
+
+def no_state_notice(state: str | os.PathLike[str]) -> str:
+    """What plan and apply say (on stderr) when they start without any state."""
+    from botctl.store.backends import describe
+
+    return f"no state at {describe(state)}: starting fresh"
 
 
 def workspace(params: dict[str, Any]) -> Workspace:

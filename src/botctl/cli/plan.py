@@ -14,6 +14,7 @@ from botctl.cli.options import (
     FORMAT,
     REASSERT,
     config_options,
+    no_state_notice,
     safety_options,
     service_options,
     workspace,
@@ -67,6 +68,8 @@ def plan(
     ws = workspace(params)
     with errors_as_annotations(fmt, "botctl plan"):
         result = run_async(make_plan(ws))
+        if result.state_lineage is None:
+            err(no_state_notice(ws.state_path))
         click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
         if comment_out is not None:
             write_comment(comment_out, render_plan_comment(result))

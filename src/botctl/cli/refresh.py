@@ -30,16 +30,18 @@ def refresh(**params: Any) -> int:
     from botctl.pipeline.flows import run_refresh
     from botctl.plan import Plan
     from botctl.reconcile.diff import missing_error
+    from botctl.store.backends import describe
 
     ws = workspace(params)
+    where = describe(ws.state_path)
     outcome = run_async(run_refresh(ws))
     click.echo(
         f"Refreshed {outcome.bots} chatbot(s): {outcome.settings} setting value(s) and "
         f"{outcome.attributes} attribute(s) verified as configured; "
         + (
-            f"the state {ws.state_path} was updated."
+            f"the state {where} was updated."
             if outcome.written
-            else f"the state {ws.state_path} already recorded them."
+            else f"the state {where} already recorded them."
         )
     )
     if outcome.differing:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from botctl.cli.options import STATE
@@ -12,16 +10,27 @@ from botctl.errors import EXIT_OK
 
 @click.command()
 @STATE
-def unlock(state_path: Path) -> int:
-    """Remove a state lock left behind by an apply that died.
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Remove the lock even when its holder may still run (on another host, or a pid that "
+    "was reused on this one).",
+)
+def unlock(state_path: str, force: bool) -> int:
+    """Remove a state lock left behind by a run that died.
 
-    Only when you are sure no apply is running: the lock is what keeps two applies apart.
+    Refused while the lock's holder still runs on this host: the lock is what keeps two
+    applies apart. A lock taken on another host (a CI runner) cannot be checked from here:
+    it is shown, and removed only with --force, once you know that run is over.
     """
+    from botctl.store.backends import describe
     from botctl.store.lock import break_lock
 
-    holder = break_lock(state_path)
-    if holder is None:
-        click.echo(f"{state_path} is not locked.")
+    done = break_lock(state_path, force=force)
+    if done.holder is None:
+        click.echo(f"{describe(state_path)} is not locked.")
+    elif done.holder_gone:
+        click.echo(f"Removed the lock of {done.holder.describe()}: that process no longer exists.")
     else:
-        click.echo(f"Removed the lock of {holder.describe()}.")
+        click.echo(f"Removed the lock of {done.holder.describe()} (--force).")
     return EXIT_OK

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from botctl.config.export import Exported
 from botctl.defaults import DEFAULT_PARALLELISM
@@ -23,8 +22,9 @@ from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
 from botctl.service.live import read_live
 from botctl.service.options import ServiceOptions
+from botctl.store.backends import StateLocation, open_backend
 from botctl.store.lock import StateLock
-from botctl.store.state import StateWriter, load_state, save_state
+from botctl.store.state import StateWriter, load_state, read_state, save_state
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,12 @@ async def run_apply(
     if saved is not None:
         ws.secrets.update(saved.secrets)
     bots = list(desired.bots) if desired is not None else _bots_of(saved)
-    with StateLock(ws.state_path, timeout=ws.lock_timeout):
-        state = load_state(ws.state_path)
+    with (
+        open_backend(ws.state_path) as backend,
+        StateLock(backend, timeout=ws.lock_timeout, command="apply"),
+    ):
+        stored = read_state(backend)
+        state = stored.state
         async with connect(_refs(bots), ws.environ, ws.service) as clients:
             live = await read_live(bots, clients, concurrency=ws.parallelism)
             if desired is not None:
@@ -99,7 +103,7 @@ async def run_apply(
                 raise BotctlError(
                     f"{missing}\nNothing was applied (--skip-missing applies the others)."
                 )
-            writer = StateWriter(state, ws.state_path)
+            writer = StateWriter(state, backend, version=stored.version, command="apply")
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())
                 writer.flush()
@@ -148,7 +152,8 @@ async def _apply_recording(
     ws: Workspace,
     on_result: Callable[[OpResult], None],
 ) -> ApplyReport:
-    """Apply, recording each success in the state file as it happens (coalesced)."""
+    """Apply, recording each success in the state as it happens (coalesced writes, each a
+    compare-and-swap against the previous one)."""
 
     def record(result: OpResult) -> None:
         if result.status == "applied":
@@ -184,10 +189,14 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
     """Record, as verified, every declared value the service holds: the baseline of chatbots
     adopted with hand-written YAML. Read-only on the service; writes the state only."""
     desired = load(ws)
-    with StateLock(ws.state_path, timeout=ws.lock_timeout, command="refresh"):
-        state = load_state(ws.state_path)
+    with (
+        open_backend(ws.state_path) as backend,
+        StateLock(backend, timeout=ws.lock_timeout, command="refresh"),
+    ):
+        stored = read_state(backend)
+        state = stored.state
         live = await _read(ws, desired.bots)
-        writer = StateWriter(state, ws.state_path)
+        writer = StateWriter(state, backend, version=stored.version, command="refresh")
         found = list(baseline.matching(desired, live))
         _record(writer, found)
         written = writer.dirty
@@ -231,16 +240,22 @@ async def read_for_export(
 
 
 def record_export(
-    state_path: Path, lock_timeout: float, exported: Sequence[Exported], api_key_env: str
+    state_path: StateLocation, lock_timeout: float, exported: Sequence[Exported], api_key_env: str
 ) -> None:
     """Record what an export read as the baseline of each chatbot it wrote, so that drift on
     the exported files starts clean."""
-    with StateLock(state_path, timeout=lock_timeout, command="export"):
-        state = load_state(state_path)
+    with (
+        open_backend(state_path) as backend,
+        StateLock(backend, timeout=lock_timeout, command="export"),
+    ):
+        stored = read_state(backend)
+        state = stored.state
         changed = False
         for doc in exported:
             bot = BotRef(doc.handle, doc.bot.chatbot_id, api_key_env)
             found = baseline.observed(bot, doc.bot)
             changed |= state.record_verified(bot, found.settings, found.attributes)
         if changed:
-            save_state(state, state_path)
+            save_state(
+                state, backend, version=stored.version, message="botctl export: baseline recorded"
+            )

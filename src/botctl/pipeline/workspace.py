@@ -15,13 +15,14 @@ from botctl.defaults import DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
 from botctl.models import Desired
 from botctl.reconcile.safety import SafetyPolicy
 from botctl.service.options import ServiceOptions
+from botctl.store.backends import StateLocation
 
 
 @dataclass(frozen=True)
 class Workspace:
     paths: Sequence[Path]
     environ: Mapping[str, str]
-    state_path: Path = DEFAULT_STATE_PATH
+    state_path: StateLocation = DEFAULT_STATE_PATH  # a path, or a git+ / s3:// URL
     service: ServiceOptions = field(default_factory=ServiceOptions)
     targets: tuple[str, ...] = ()
     allow_unknown_models: bool = False

@@ -14,18 +14,25 @@ Format (JSON, versioned; one line per record so that diffs of it stay readable):
 ``serial`` grows with every write (a plan made against an older serial is stale). A value is
 *verified* when the service was read holding it (after an apply, a refresh or an export), and
 only *sent* otherwise. Version 1 files (no verified marks: everything sent) are read and
-rewritten as version 2. Writes are atomic (temp file + fsync + rename), so a reader or a
-killed process never sees half a file. The file is read through the same models the diff
-uses: a malformed file is an error that names the place, never a crash.
+rewritten as version 2. The file is read through the same models the diff uses: a malformed
+file is an error that names the place, never a crash.
+
+Where the document is kept is a backend's business (``store/backends``: a file, a git branch,
+an S3 object): every function here takes a ``--state`` value (a path or URL) or an open
+``StateBackend``. Each write is atomic (a reader or a killed process never sees half a
+document) and a compare-and-swap against the version this run read: a state changed under
+the run is never overwritten.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
 import time
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -35,7 +42,9 @@ from botctl.models import BotRecord, State
 from botctl.plan import Operation
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
-from botctl.store.files import first_problem, read_text_if_any, write_atomically
+from botctl.store.backend import LostCompareAndSwap, StateBackend, Version
+from botctl.store.backends import StateLocation, using_backend
+from botctl.store.files import first_problem
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -61,10 +70,36 @@ class _StateFile(BaseModel):
     bots: dict[str, _RecordFile]
 
 
-def load_state(path: Path) -> State:
-    """Read the state file; a missing file is an empty state (botctl still converges)."""
-    text = read_text_if_any(path, "state file", StateError)
-    return State() if text is None else state_from_text(text, str(path))
+class Unread(enum.Enum):
+    """A version not known: the stored document is read to check it is ``state``'s own."""
+
+    UNREAD = "unread"
+
+
+UNREAD = Unread.UNREAD
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """A state as read, with the version of the stored document it came from (None: there
+    was no state, and ``state`` is empty)."""
+
+    state: State
+    version: Version
+
+
+def read_state(where: StateLocation | StateBackend) -> StoredState:
+    """Read the state and its version; no state is an empty state (botctl still converges)."""
+    with using_backend(where) as backend:
+        snapshot = backend.read()
+        if snapshot.text is None:
+            return StoredState(State(), snapshot.version)
+        return StoredState(state_from_text(snapshot.text, backend.where), snapshot.version)
+
+
+def load_state(where: StateLocation | StateBackend) -> State:
+    """Read the state (see ``read_state``) when no write will follow."""
+    return read_state(where).state
 
 
 def state_from_text(text: str, where: str) -> State:
@@ -166,27 +201,69 @@ def render_json(value: Any, depth: int = 0) -> str:
     return _ENCODER.encode(value)
 
 
+def _same_history(state: State, stored: State) -> bool:
+    """Whether ``stored`` is the document ``state`` was read from (or both are empty)."""
+    return (stored.lineage, stored.serial) == (state.lineage, state.serial)
+
+
 def save_state(
-    state: State, path: Path, rendered_bots: Mapping[str, RenderedJson] | None = None
-) -> None:
-    """Atomically replace the state file, bumping the serial (creating the lineage if new).
-    ``rendered_bots``: every chatbot's record already rendered (see ``StateWriter``)."""
-    next_version(state)
-    write_atomically(path, state_text(state, rendered_bots))
+    state: State,
+    where: StateLocation | StateBackend,
+    rendered_bots: Mapping[str, RenderedJson] | None = None,
+    *,
+    version: Version | Unread = UNREAD,
+    message: str = "botctl: state written",
+) -> Version:
+    """Write ``state``, bumping the serial (creating the lineage if new), if the stored
+    document is still the one it was read from: ``version`` when the caller has it (from
+    ``read_state``), else the stored document must have ``state``'s lineage and serial.
+    ``rendered_bots``: every chatbot's record already rendered (see ``StateWriter``).
+    Returns the new version."""
+    with using_backend(where) as backend:
+        if version is UNREAD:
+            stored = read_state(backend)
+            if not _same_history(state, stored.state):
+                raise LostCompareAndSwap(backend.where)
+            version = stored.version
+        before = (state.lineage, state.serial)
+        next_version(state)
+        try:
+            return backend.write(state_text(state, rendered_bots), version, message)
+        except BaseException:
+            state.lineage, state.serial = before  # not written: still the stored one
+            raise
 
 
 class StateWriter:
-    """Records operations as they succeed and writes the state file at most every
-    ``interval`` seconds (and on ``flush``): one write per operation would rewrite a large file
-    thousands of times in a big run. A kill between writes loses at most the last second of
-    records, which is safe: a re-run reads the service, or probes before creating (see
-    ``ensure_attribute``), so nothing is created twice and what was lost is sent again."""
+    """Records operations as they succeed and writes the state at most every ``interval``
+    seconds (and on ``flush``): one write per operation would rewrite a large state thousands
+    of times in a big run (and make as many commits, with a git backend). A kill between
+    writes loses at most the last second of records, which is safe: a re-run reads the
+    service, or probes before creating (see ``ensure_attribute``), so nothing is created twice
+    and what was lost is sent again.
 
-    def __init__(self, state: State, path: Path, interval: float = 1.0) -> None:
+    Every write is a compare-and-swap against the version of the previous one (the first
+    against ``version``, from ``read_state``): if anything else wrote the state meanwhile,
+    the write fails with ``LostCompareAndSwap`` and overwrites nothing. Each write's message
+    (a git backend's commit message) lists the operations it records."""
+
+    def __init__(
+        self,
+        state: State,
+        where: StateLocation | StateBackend,
+        interval: float = 1.0,
+        *,
+        version: Version | Unread = UNREAD,
+        command: str = "apply",
+    ) -> None:
         self.state = state
-        self.path = path
+        self._stack = contextlib.ExitStack()
+        self.backend = self._stack.enter_context(using_backend(where))
         self.interval = interval
+        self.command = command
+        self._version = version
         self._dirty = False
+        self._notes: list[str] = []  # what the next write records, for its message
         # Each chatbot's record as last written: a write re-renders only the chatbots changed
         # since, so rewriting a large state costs a few ms.
         self._rendered: dict[str, RenderedJson] = {}
@@ -201,11 +278,13 @@ class StateWriter:
 
     def record(self, op: Operation) -> None:
         self.state.apply_operation(op)
-        self.touched(op.bot.chatbot_id)
+        self.touched(op.bot.chatbot_id, op.label)
 
-    def touched(self, chatbot_id: str) -> None:
-        """The record of ``chatbot_id`` changed (in ``state``): write it out soon."""
+    def touched(self, chatbot_id: str, note: str | None = None) -> None:
+        """The record of ``chatbot_id`` changed (in ``state``): write it out soon. ``note``
+        says how, for the write's message (default: the record was updated)."""
         self._changed.add(chatbot_id)
+        self._notes.append(note or f"{chatbot_id}: record updated")
         self._dirty = True
         if time.monotonic() - self._last_write >= self.interval:
             self.flush()
@@ -216,6 +295,26 @@ class StateWriter:
                 record = record_document(self.state.bots[chatbot_id])
                 self._rendered[chatbot_id] = RenderedJson(render_json(record, _BOT_DEPTH))
             self._changed.clear()
-            save_state(self.state, self.path, self._rendered)
+            self._version = save_state(
+                self.state,
+                self.backend,
+                self._rendered,
+                version=self._version,
+                message=self._message(),
+            )
+            self._notes.clear()
             self._dirty = False
             self._last_write = time.monotonic()
+
+    def _message(self) -> str:
+        count = len(self._notes)
+        ops = "operation" if count == 1 else "operations"
+        lines = [f"botctl {self.command}: {count} {ops} recorded (serial {self.state.serial + 1})"]
+        return "\n".join([*lines, "", *self._notes]) + "\n"
+
+    def close(self) -> None:
+        """Flush, and release the backend if the writer opened it."""
+        try:
+            self.flush()
+        finally:
+            self._stack.close()

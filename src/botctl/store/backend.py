@@ -1,0 +1,154 @@
+"""Where a state document is kept: the interface every state backend implements.
+
+A backend stores text and knows nothing of what the text means (``state.py`` does): it reads
+the text with a *version* (an opaque token: a content hash, a commit, an ETag), writes only
+if the stored version is still the one the writer read (compare-and-swap), and keeps a lock
+beside the state that names its holder. The lock is what keeps two applies apart; the
+compare-and-swap is the second guard, for whatever gets past it (a lock broken by force, a
+state edited by hand): a write that lost it changes nothing and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+
+from botctl.errors import StateError
+
+Version = str | None  # None: nothing is stored yet
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user info (user, password, token) of any URL in it masked."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+class LostCompareAndSwap(StateError):
+    """The state changed between this run's read and its write; the write was not made."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"state {where}: lost compare-and-swap: the state changed under this run (another "
+            "botctl wrote it); nothing was overwritten. Run the command again: it reads the "
+            "state as it is now"
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The stored text (None when there is no state) and the version it was read at."""
+
+    text: str | None
+    version: Version
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """Who holds a state lock. ``holder`` is a random id, new for every acquisition: a
+    release removes only the lock it created, never one taken after a forced unlock."""
+
+    pid: int
+    host: str
+    since: str
+    command: str
+    holder: str = ""
+
+    @classmethod
+    def for_this_process(cls, command: str) -> LockInfo:
+        return cls(
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            since=datetime.now(UTC).isoformat(timespec="seconds"),
+            command=command,
+            holder=uuid.uuid4().hex,
+        )
+
+    def describe(self) -> str:
+        text = f"pid {self.pid} on {self.host}, since {self.since} ({self.command})"
+        return text + (f", holder {self.holder}" if self.holder else "")
+
+    def to_text(self) -> str:
+        body = {
+            "pid": self.pid,
+            "host": self.host,
+            "since": self.since,
+            "command": self.command,
+            "holder": self.holder,
+        }
+        return json.dumps(body) + "\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> LockInfo:
+        """A lock's content; an unreadable one still stands for a held lock."""
+        try:
+            data = json.loads(text)
+            return cls(
+                pid=int(data["pid"]),
+                host=str(data["host"]),
+                since=str(data["since"]),
+                command=str(data.get("command", "")),
+                holder=str(data.get("holder", "")),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return UNREADABLE_LOCK
+
+
+UNREADABLE_LOCK = LockInfo(pid=-1, host="?", since="?", command="unreadable lock")
+
+
+class StateBackend(ABC):
+    """One place a state document lives. ``where`` names it in messages, never with
+    credentials. A backend may hold resources (a private git repository): close it, or use
+    it as a context manager."""
+
+    where: str
+    # Whether what the backend stores has file modes (created 0600 where it does).
+    has_file_modes: bool = False
+    # How often a lock wait looks again, in seconds (remote looks cost a round trip).
+    poll_interval: float = 0.1
+
+    @abstractmethod
+    def read(self) -> Snapshot:
+        """The stored text and its version."""
+
+    @abstractmethod
+    def write(self, text: str, expected: Version, message: str) -> Version:
+        """Store ``text`` if the stored version is still ``expected`` (None: nothing stored),
+        else raise ``LostCompareAndSwap`` having changed nothing. ``message`` says what the
+        write was (a git backend makes it the commit message). Returns the new version."""
+
+    @abstractmethod
+    def create_lock(self, info: LockInfo) -> bool:
+        """Create the lock naming ``info`` if there is none (atomically); False if held."""
+
+    @abstractmethod
+    def read_lock(self) -> LockInfo | None:
+        """The lock's holder, or None when unlocked."""
+
+    @abstractmethod
+    def remove_lock(self, expected: LockInfo | None, message: str) -> LockInfo | None:
+        """Remove the lock if it is ``expected`` (any lock when None). Returns the lock
+        removed, or None when there was none or it was another."""
+
+    def close(self) -> None:  # noqa: B027 (most backends hold nothing)
+        """Release what the backend holds (temporary clones, connections)."""
+
+    def __enter__(self) -> StateBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

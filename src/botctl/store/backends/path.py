@@ -1,0 +1,126 @@
+"""State in a file (the default, ``.botctl/state.json``), its lock in ``<state>.lock``.
+
+Versions are the SHA-256 of the file's bytes. A write takes an advisory ``flock`` on the
+state's directory, compares the file's hash with the version read, and only then replaces
+the file (temporary file, fsync, rename): two botctl processes on one machine cannot both
+pass the comparison. What is left: a process that ignores the flock (an editor, ``cp``) can
+replace the file between the comparison and the rename, and on network file systems
+``flock`` may not reach other machines. The state lock is the primary guard against both;
+the compare-and-swap catches what gets past it.
+
+State, lock and temporary files are created 0600: the state may hold what botctl sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from botctl.errors import StateError
+from botctl.store.backend import (
+    LockInfo,
+    LostCompareAndSwap,
+    Snapshot,
+    StateBackend,
+    Version,
+)
+from botctl.store.files import write_atomically
+
+FILE_MODE = 0o600
+
+
+def lock_path_for(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + ".lock")
+
+
+def _version_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class PathBackend(StateBackend):
+    has_file_modes = True
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = lock_path_for(path)
+        self.where = str(path)
+
+    def read(self) -> Snapshot:
+        data = self._read_bytes()
+        if data is None:
+            return Snapshot(None, None)
+        try:
+            return Snapshot(data.decode("utf-8"), _version_of(data))
+        except UnicodeDecodeError:
+            raise StateError(f"state file {self.where} is not UTF-8 text") from None
+
+    def _read_bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateError(f"cannot read state file {self.where}: {exc.strerror}") from None
+
+    def write(self, text: str, expected: Version, message: str) -> Version:
+        with self._directory_locked():
+            data = self._read_bytes()
+            if (None if data is None else _version_of(data)) != expected:
+                raise LostCompareAndSwap(self.where)
+            try:
+                write_atomically(self.path, text)
+            except OSError as exc:
+                raise StateError(f"cannot write state file {self.where}: {exc.strerror}") from None
+        return _version_of(text.encode("utf-8"))
+
+    @contextlib.contextmanager
+    def _directory_locked(self) -> Iterator[None]:
+        """Serialise botctl's compare-and-swap writers of this directory (held for the
+        comparison and the rename only, a few milliseconds)."""
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError as exc:
+            raise StateError(f"cannot use the directory of {self.where}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def create_lock(self, info: LockInfo) -> bool:
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise StateError(f"cannot create the lock {self.lock_path}: {exc.strerror}") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(info.to_text())
+            handle.flush()
+            os.fsync(handle.fileno())
+        return True
+
+    def read_lock(self) -> LockInfo | None:
+        try:
+            text = self.lock_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateError(f"cannot read the lock {self.lock_path}: {exc.strerror}") from None
+        return LockInfo.from_text(text)
+
+    def remove_lock(self, expected: LockInfo | None, message: str) -> LockInfo | None:
+        with self._directory_locked():
+            current = self.read_lock()
+            if current is None or (expected is not None and current != expected):
+                return None
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            return current

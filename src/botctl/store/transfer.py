@@ -1,0 +1,114 @@
+"""Moving a state document between backends (``botctl state push`` and ``migrate``) without
+breaking the lineage and serial rules: a state of another lineage is another history, and a
+serial never goes backwards (a plan saved against any earlier write must stay stale)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from botctl.errors import StateError
+from botctl.models import State
+from botctl.store.backend import LockInfo, StateBackend
+from botctl.store.backends import StateLocation, open_backend, using_backend
+from botctl.store.lock import StateLock
+from botctl.store.state import read_state, state_text
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``botctl state show`` reports."""
+
+    where: str
+    lineage: str | None  # None: no state stored
+    serial: int
+    chatbots: dict[str, str]  # chatbot id -> metadata.name
+    lock: LockInfo | None
+
+
+def summarize(where: StateLocation | StateBackend) -> Summary:
+    with using_backend(where) as backend:
+        state = read_state(backend).state
+        chatbots = {chatbot_id: rec.bot for chatbot_id, rec in sorted(state.bots.items())}
+        return Summary(backend.where, state.lineage, state.serial, chatbots, backend.read_lock())
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What a push or a migration did: ``written`` False when the target already held that
+    very state; ``serial`` is the serial written (raised when ``--force`` replaced a newer
+    one)."""
+
+    where: str
+    written: bool
+    lineage: str
+    serial: int
+    replaced: str | None  # "lineage L, serial N" of the state overwritten, if any
+
+
+def replace_state(
+    incoming: State,
+    target: StateBackend,
+    *,
+    force: bool,
+    lock_timeout: float,
+    command: str,
+) -> Replaced:
+    """Store ``incoming`` in ``target`` under its lock, as a compare-and-swap against what
+    the target held. Refused, unless ``force``, when the target holds another lineage, a
+    newer serial, or the same serial with other content."""
+    if incoming.lineage is None:
+        raise StateError("the state to store has no lineage: it is not a written botctl state")
+    with StateLock(target, timeout=lock_timeout, command=command):
+        stored = read_state(target)
+        current = stored.state
+        replaced = None
+        if current.lineage is not None:
+            replaced = f"lineage {current.lineage}, serial {current.serial}"
+            _check_replace(incoming, current, target.where, force)
+            if state_text(incoming) == state_text(current):
+                return Replaced(target.where, False, incoming.lineage, incoming.serial, None)
+            if current.lineage == incoming.lineage and incoming.serial <= current.serial:
+                incoming.serial = current.serial + 1  # --force: the serial still moves on
+        target.write(state_text(incoming), stored.version, f"botctl {command}: state replaced")
+        return Replaced(target.where, True, incoming.lineage, incoming.serial, replaced)
+
+
+def _check_replace(incoming: State, current: State, where: str, force: bool) -> None:
+    if force:
+        return
+    theirs = f"lineage {current.lineage}, serial {current.serial}"
+    ours = f"lineage {incoming.lineage}, serial {incoming.serial}"
+    if current.lineage != incoming.lineage:
+        raise StateError(
+            f"refusing to replace the state at {where} ({theirs}) with another history "
+            f"({ours}): plans and records of one do not apply to the other. Pass --force to "
+            "replace it anyway"
+        )
+    if incoming.serial < current.serial:
+        raise StateError(
+            f"refusing to replace the state at {where} ({theirs}) with an older one ({ours}): "
+            "it would undo what later runs recorded. Pass --force to replace it anyway"
+        )
+    if incoming.serial == current.serial and state_text(incoming) != state_text(current):
+        raise StateError(
+            f"refusing to replace the state at {where} ({theirs}) with a different state of "
+            "the same serial: the two have diverged. Pass --force to replace it anyway"
+        )
+
+
+def migrate_state(
+    source: StateLocation, target: StateLocation, *, force: bool, lock_timeout: float
+) -> Replaced:
+    """Copy the state at ``source`` to ``target`` (same lineage and serial), holding the
+    source's lock meanwhile so that no run writes it during the copy. The source is left as
+    it was."""
+    with open_backend(source) as src, open_backend(target) as dst:
+        if src.where == dst.where:
+            raise StateError(f"--to {dst.where} is the state's own location")
+        with StateLock(src, timeout=lock_timeout, command="state migrate"):
+            state = read_state(src).state
+            if state.lineage is None:
+                raise StateError(f"no state at {src.where}: nothing to migrate")
+            return replace_state(
+                state, dst, force=force, lock_timeout=lock_timeout, command="state migrate"
+            )
