@@ -238,7 +238,9 @@ def _classify(
             basis="sent",
         )
     now, want, recorded, basis = _values(spec, change, live, record)
-    masked = [mask_secrets(v, spec.secret_values) for v in _shown(spec, change, live, record)]
+    shown = (now, want, recorded) if change.resource == "settings" else None
+    shown = shown or _attribute_records(spec, change, live, record)
+    masked = [mask_secrets(v, spec.secret_values) for v in shown]
     detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
     if basis is None:
         # Nothing recorded. An attribute that does not exist was declared since: attributes
@@ -296,14 +298,11 @@ def _values(
     return now, fields, recorded, basis
 
 
-def _shown(
+def _attribute_records(
     spec: BotSpec, change: Change, live: Live, record: BotRecord | None
 ) -> tuple[JsonValue, JsonValue, JsonValue]:
-    """What a reader is shown: for an attribute, its whole records (live, declared as a create
+    """What a reader is shown of an attribute: its whole records (live, declared as a create
     would send it, recorded), so the report says which attribute, not only which fields."""
-    if change.resource == "settings":
-        now, want, recorded, _ = _values(spec, change, live, record)
-        return now, want, recorded
     seen = live.bots[spec.chatbot_id].attributes or {}
     current = seen.get(change.path)
     declared = next((a for a in spec.attributes if a.name == change.path), None)
