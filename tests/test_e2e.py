@@ -248,6 +248,14 @@ def test_a_saved_plan_is_applied_reading_as_it_was_made(bench: Bench) -> None:
     assert {a["name"] for a in bench.bot_state("bot-1")["attributes"]} == {"plan_tier", "score"}
 
 
+def test_refresh_needs_reads(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml())
+    result = bench.run("refresh", "--no-reads", str(bench.config_dir))
+    assert result.exit_code == 1
+    assert "refresh records what the service shows: it needs reads" in result.stderr
+    assert bench.requests() == []
+
+
 def test_a_wrong_base_url_is_an_error_not_a_service_without_reads(bench: Bench) -> None:
     """Every path of a wrong base URL answers 404: no plan of creates, but an error naming
     the URL, from every command that reads, and nothing written."""
