@@ -168,6 +168,7 @@ class HostileServer(socketserver.ThreadingTCPServer):
 
 @contextmanager
 def hostile_server() -> Iterator[HostileServer]:
+    gzip_bomb()  # built before serving: building it takes seconds, longer than a deadline
     server = HostileServer()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
