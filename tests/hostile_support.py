@@ -330,6 +330,7 @@ BEHAVIOURS: dict[str, Callable[[Exchange], None]] = {
     "redirect-away": redirect_away,
     "redirect-loop": redirect_loop,
     "not-found": not_found,
+    "no-such-read": shaped({"message": "Method Not Allowed"}, "405 Method Not Allowed"),
 }
 
 

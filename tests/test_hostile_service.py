@@ -209,6 +209,21 @@ def test_off_contract_records_are_tolerated_or_refused_by_location(
             assert run.code in (0, 2), (what, run.output)
 
 
+def test_a_read_the_deployment_refuses_falls_back_to_state_with_a_warning(
+    server: HostileServer, workdir: Path
+) -> None:
+    """405 on the chatbot list (API-NOTES note 3) still means "no such read here": the plan
+    is made from the state file, and says so, instead of failing or staying silent."""
+    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url("no-such-read", "list")}
+    run = run_botctl(["plan", "bots", "--state", "state.json"], env=env, cwd=workdir)
+    assert run.code == 0, run.output
+    assert (
+        "warning: the service answered read chatbot list with HTTP 405 ($BOTCTL_API_KEY): it "
+        "offers no such read, so settings are compared with what botctl last applied"
+    ) in run.stdout
+    assert 'settings name: (unknown) -> "Support Bot"  (unknown)' in run.stdout
+
+
 def test_the_bounds_come_from_the_environment_too(server: HostileServer, workdir: Path) -> None:
     env = {
         "BOTCTL_API_KEY": KEY,
