@@ -190,13 +190,27 @@ def test_prune_off_reports_on_archives(bench: Bench, prune: bool) -> None:
 
 
 def test_readless_service_with_and_without_state(bench_with: Callable[..., Bench]) -> None:
-    bench = bench_with(reads="none")
+    bench = bench_with(reads="none")  # both reads answer 404, as a wrong URL would
     bench.write("bot.yaml", bot_yaml(attributes=ATTRS))
+    refused = bench.run("plan", str(bench.config_dir))
+    assert refused.exit_code == 1
+    assert f"GET {bench.api_url}/get-chatbots: is --api-url right?" in refused.stderr
+    assert "--no-reads" in refused.stderr
+    # Declared read-less from here on: no read is sent, the plan says so.
+    bench.env["BOTCTL_NO_READS"] = "1"
+    bench.clear_log()
+    text = bench.run("plan", str(bench.config_dir))
+    assert text.exit_code == 0, text.output
+    assert "Reads: none (--no-reads)" in text.stdout.splitlines()[1]
+    markdown = bench.run("plan", "--format", "markdown", str(bench.config_dir))
+    assert "\n> Reads: none (--no-reads)" in markdown.stdout
     plan = bench.plan_json(str(bench.config_dir))
+    assert plan["reads"] == "none"
     assert {c["confidence"] for c in plan["changes"]} == {"unknown"}
     first = bench.run("apply", "--auto-approve", str(bench.config_dir))
     assert first.exit_code == 0, first.output
     assert {a["name"] for a in bench.bot_state("bot-1")["attributes"]} == {"plan_tier", "score"}
+    assert [r["path"] for r in bench.requests() if r["method"] == "GET"] == []
     # With state: converged, nothing sent.
     bench.clear_log()
     assert bench.run("apply", "--auto-approve", str(bench.config_dir)).exit_code == 0
@@ -210,6 +224,56 @@ def test_readless_service_with_and_without_state(bench_with: Callable[..., Bench
     methods = sorted(w["method"] for w in bench.writes())
     assert methods == ["POST", "PUT", "PUT"]  # one settings update, two probes
     assert len(bench.bot_state("bot-1")["attributes"]) == 2
+
+
+def test_a_saved_plan_is_applied_reading_as_it_was_made(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml(attributes=ATTRS))
+    cfg, plan_file = str(bench.config_dir), str(bench.workdir / "plan.json")
+    # Made from reads: applying it with --no-reads could not check that nothing moved.
+    assert bench.run("plan", "--out", plan_file, cfg).exit_code == 0
+    refused = bench.run("apply", "--plan", plan_file, "--no-reads")
+    assert refused.exit_code == 1
+    assert "run it without --no-reads" in refused.stderr
+    assert bench.writes() == []
+    # Made with --no-reads: applied without any read, no flag needed.
+    made = bench.run("plan", "--no-reads", "--out", plan_file, "--format", "json", cfg)
+    assert json.loads(made.stdout)["reads"] == "none"
+    bench.clear_log()
+    applied = bench.run("apply", "--plan", plan_file)
+    assert applied.exit_code == 0, applied.output
+    assert "Reads: none (--no-reads)" in applied.stdout
+    assert [r for r in bench.requests() if r["method"] == "GET"] == []
+    # Existence unknown: each attribute is probed with an update (404), then created.
+    assert sorted(w["method"] for w in bench.writes()) == ["POST"] * 3 + ["PUT"] * 2
+    assert {a["name"] for a in bench.bot_state("bot-1")["attributes"]} == {"plan_tier", "score"}
+
+
+def test_refresh_needs_reads(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml())
+    result = bench.run("refresh", "--no-reads", str(bench.config_dir))
+    assert result.exit_code == 1
+    assert "refresh records what the service shows: it needs reads" in result.stderr
+    assert bench.requests() == []
+
+
+def test_a_wrong_base_url_is_an_error_not_a_service_without_reads(bench: Bench) -> None:
+    """Every path of a wrong base URL answers 404: no plan of creates, but an error naming
+    the URL, from every command that reads, and nothing written."""
+    bench.write("bot.yaml", bot_yaml(attributes=ATTRS))
+    wrong = bench.url + "/not-the-api/api/v1"
+    env = {"BOTCTL_API_URL": wrong}
+    for args in (
+        ("plan", str(bench.config_dir)),
+        ("apply", "--auto-approve", str(bench.config_dir)),
+        ("drift", str(bench.config_dir)),
+        ("export", "--all"),
+    ):
+        result = bench.run(*args, env=env)
+        assert result.exit_code == 1, (args, result.output)
+        assert f"GET {wrong}/get-chatbots: is --api-url right?" in result.stderr, args
+        assert "Traceback" not in result.output
+    assert bench.writes() == []
+    assert not bench.state_path.exists()
 
 
 def test_extended_read_shape_verifies_more(bench_with: Callable[..., Bench]) -> None:

@@ -13,9 +13,10 @@ message (never a traceback) and exits with its ``exit_code``.
     │   └── SafetyCapError           the plan archives more than the configured caps allow
     └── ServiceError                 talking to the service failed
         ├── ApiError                 the service answered with an error status
-        │   ├── ReadsUnavailable     this deployment does not offer that read
         │   └── AmbiguousApiError    a create answered 5xx: it may have been applied
-        └── TransportError           no answer: unreachable, timed out, connection dropped
+        ├── ReadsUnavailable         no such read in this deployment (405/501), or --no-reads
+        └── TransportError           no usable answer: unreachable, dropped, past the
+                                     deadline, too large, undecodable
 
 A failed write that may nevertheless have been applied says so with ``outcome_unknown``: the
 apply engine looks before it repeats such a write.
@@ -126,11 +127,19 @@ class ApiError(ServiceError):
         super().__init__(operation, text, chatbot_id=chatbot_id)
 
 
-class ReadsUnavailable(ApiError):
-    """This deployment does not offer the read (404 not about the chatbot, 405, 501): botctl
-    then works from its state file."""
+class ReadsUnavailable(ServiceError):
+    """botctl cannot read this, and works from its state file: the deployment does not offer
+    the read (``status`` is its answer: 405 or 501, or 404 on the attribute list other than
+    "Chatbot not found"), or reads are off (``--no-reads``; ``status`` is None and nothing was
+    sent)."""
 
     HINT = "this service offers no such read; botctl relies on its state file"
+
+    def __init__(
+        self, operation: str, reason: str, *, status: int | None, chatbot_id: str | None = None
+    ) -> None:
+        self.status = status
+        super().__init__(operation, reason, chatbot_id=chatbot_id)
 
 
 class AmbiguousApiError(ApiError):

@@ -21,6 +21,9 @@ from botctl.values import JsonValue
 Action = Literal["create", "update", "archive", "unarchive", "reassert"]
 Resource = Literal["settings", "attribute"]
 Confidence = Literal["verified", "assumed", "unknown"]
+# "service": botctl read what the service lets it read (each change's confidence says what it
+# could verify); "none": it sent no read at all (--no-reads) and relied on its state file.
+Reads = Literal["service", "none"]
 OperationKind = Literal[
     "update_settings", "create_attribute", "update_attribute", "ensure_attribute"
 ]
@@ -137,6 +140,7 @@ class Plan:
     # Chatbots of the configuration the service does not list: an error for each, while the
     # others are planned as usual.
     missing: tuple[BotRef, ...] = ()
+    reads: Reads = "service"
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -187,6 +191,7 @@ class Plan:
         """The published JSON contract of ``botctl plan --format json`` (README "JSON")."""
         return {
             "format_version": OUTPUT_FORMAT_VERSION,
+            "reads": self.reads,
             "changes": [change_document(bot, c) for bot, c in self.changes()],
             "unmanaged": [unmanaged_document(u) for u in self.unmanaged],
             "missing": [bot_document(bot) for bot in self.missing],

@@ -7,10 +7,13 @@ or depends on timing.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
-from collections.abc import Callable, Coroutine
+import zlib
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -18,12 +21,14 @@ import pytest
 from botctl.errors import (
     AmbiguousApiError,
     ApiError,
+    BotctlError,
     ReadsUnavailable,
     ServiceError,
     TransportError,
 )
 from botctl.service.client import RetryPolicy, ServiceClient
 from botctl.service.pacing import Pacer
+from botctl.service.redact import secret_forms
 from botctl.service.retry import parse_reset, parse_retry_after
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -156,7 +161,10 @@ def test_list_chatbots_accepts_both_shapes(body: dict[str, Any]) -> None:
 def test_list_chatbots_rejects_an_unknown_shape() -> None:
     error = catch(make(Script(reply(200, {"bots": 3}))), "list_chatbots")
     assert type(error) is ServiceError
-    assert "read chatbot list failed: unexpected response" in str(error)
+    assert str(error) == (
+        "read chatbot list failed: unexpected answer to GET /get-chatbots: "
+        """expected {"chatbots": [...]}, got an object with keys 'bots'"""
+    )
 
 
 def test_list_attributes_returns_data() -> None:
@@ -462,12 +470,23 @@ def test_attribute_not_found_hint() -> None:
 
 
 def test_non_json_error_body_is_quoted_as_a_short_excerpt() -> None:
-    html = "<html><body>" + "Bad gateway " * 100 + "</body></html>"
+    html = "<html><body><p>" + "Bad gateway " * 100 + "</p></body></html>"
     script = Script(reply(418, html))
     error = catch(make(script), "update_settings", "bot1", {})
     assert isinstance(error, ApiError)
-    assert error.service_message.startswith("<html><body>Bad gateway")
+    assert error.service_message.startswith("Bad gateway Bad gateway")  # text, not markup
     assert len(error.service_message) <= 200
+
+
+def test_an_html_error_page_is_quoted_by_its_title() -> None:
+    page = (
+        "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway &amp; more</title></head>"
+        "<body><h1>502</h1><pre>upstream stack trace ...</pre></body></html>"
+    )
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    error = catch(make(Script(reply(502, page, headers))), "list_chatbots")
+    assert isinstance(error, ApiError)
+    assert error.service_message == "502 Bad Gateway & more"
 
 
 def test_unsupported_url_scheme_is_a_transport_error_without_retry() -> None:
@@ -481,7 +500,6 @@ def test_unsupported_url_scheme_is_a_transport_error_without_retry() -> None:
 @pytest.mark.parametrize(
     ("op", "args", "status", "message"),
     [
-        ("list_chatbots", (), 404, "Resource not found"),
         ("list_chatbots", (), 405, "Method not allowed"),
         ("list_chatbots", (), 501, "Not implemented"),
         ("list_attributes", ("bot1",), 404, "Not Found"),
@@ -581,3 +599,310 @@ def test_tls_context_is_built_once_and_never_trusts_less() -> None:
     assert plain.verify_mode == ssl.CERT_REQUIRED
     assert plain.check_hostname
     assert plain.get_ca_certs() == []  # trusts nothing: it is never meant to be used
+
+
+# -- keys a header cannot carry ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        (KEY + "\n", "contains a line break"),
+        ("sk-test\r\nX-Injected: 1", "contains a line break"),
+        (" " + KEY, "starts or ends with whitespace"),
+        (KEY + "\t", "starts or ends with whitespace"),
+        ("sk test", "contains a space or a tab"),
+        ("sk-\x00test", "contains a control character"),
+        ("sk-tëst-€", "contains a character outside ASCII"),
+    ],
+)
+def test_a_key_no_header_can_carry_is_refused_naming_the_variable(key: str, problem: str) -> None:
+    with pytest.raises(BotctlError) as info:
+        ServiceClient(BASE, key, key_name="SUPPORT_BOT_KEY")
+    text = str(info.value)
+    assert f"$SUPPORT_BOT_KEY {problem}" in text
+    assert "nothing was sent" in text
+    for part in ("sk-test", "sk test", "tëst", "SECRET"):
+        assert part not in text
+
+
+# -- bounded answers ---------------------------------------------------------------------------
+
+
+class Drip(httpx.AsyncByteStream):
+    """A streamed body: ``parts`` in order, each after ``pause`` seconds; counts what was read."""
+
+    def __init__(self, parts: Iterable[bytes], pause: float = 0.0) -> None:
+        self.parts = parts
+        self.pause = pause
+        self.sent = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            if self.pause:
+                await asyncio.sleep(self.pause)
+            self.sent += len(part)
+            yield part
+
+
+def streamed(stream: Drip, headers: dict[str, str] | None = None) -> Step:
+    def step(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=stream, headers=headers)
+
+    return step
+
+
+def zeros_gzipped(size: int) -> Iterator[bytes]:
+    """A gzip stream of ``size`` zero bytes, produced as it is read (a bomb of any size)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(1 << 20)
+    for _ in range(size >> 20):
+        if out := packer.compress(block):
+            yield out
+    yield packer.flush()
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "doubt"),
+    [
+        ("list_chatbots", (), False),
+        ("update_settings", ("bot1", {"name": "N"}), True),
+        ("create_attribute", ("bot1", {"name": "tier"}), True),
+    ],
+)
+def test_an_answer_over_the_cap_stops_reading_and_is_not_retried(
+    op: str, args: tuple[Any, ...], doubt: bool
+) -> None:
+    stream = Drip(iter(lambda: b"x" * 65536, None))  # endless, no Content-Length
+    script = Script(streamed(stream))
+    error = catch(make(script, max_response_bytes=1 << 20), op, *args)
+    assert isinstance(error, TransportError)
+    assert "is larger than 1 MiB (--max-response-bytes); botctl stopped reading it" in str(error)
+    assert ("the change may have been applied" in str(error)) is doubt
+    assert len(script.requests) == 1
+    assert stream.sent <= (1 << 20) + 65536
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_reading() -> None:
+    stream = Drip([b"{}"])
+    script = Script(streamed(stream, {"Content-Length": str(3 << 30)}))
+    error = catch(make(script, max_response_bytes=1 << 20), "list_chatbots")
+    assert "larger than 1 MiB" in str(error)
+    assert stream.sent == 0
+
+
+def test_a_gzip_bomb_is_cut_off_at_the_cap_of_decoded_bytes() -> None:
+    stream = Drip(zeros_gzipped(1 << 30))  # 1 GiB of zeros in about 1 MB
+    script = Script(streamed(stream, {"Content-Encoding": "gzip"}))
+    error = catch(make(script, max_response_bytes=4 << 20), "list_attributes", "bot1")
+    assert "read attributes failed: the answer to GET /chatbots/bot1/custom-attributes" in str(
+        error
+    )
+    assert "larger than 4 MiB" in str(error)
+    assert stream.sent < 64 << 10  # a few KiB of gzip were enough to pass 4 MiB
+
+
+def test_a_gzipped_answer_within_the_cap_is_decoded() -> None:
+    body = json.dumps({"chatbots": [{"id": "a"}]}).encode()
+    stream = Drip([gzip.compress(body)[:5], gzip.compress(body)[5:]])
+    script = Script(streamed(stream, {"Content-Encoding": "gzip"}))
+    assert run(call(make(script), "list_chatbots")) == [{"id": "a"}]
+    assert script.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "expected"),
+    [
+        ("gzip", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 9, "corrupt gzip"),
+        ("gzip", gzip.compress(b'{"chatbots": []}')[:-12], "the gzip data ends early"),
+        ("br", b"\x0b\x02\x80{}\x03", "Content-Encoding 'br', which botctl did not ask for"),
+        ("gzip, gzip, gzip", b"", "encoded 3 times over"),
+    ],
+)
+def test_an_answer_that_cannot_be_decoded_is_a_clear_error(
+    encoding: str, body: bytes, expected: str
+) -> None:
+    script = Script(streamed(Drip([body]), {"Content-Encoding": encoding}))
+    error = catch(make(script), "list_chatbots")
+    assert isinstance(error, TransportError)
+    assert "the answer to GET /get-chatbots could not be decoded" in str(error)
+    assert expected in str(error)
+    assert len(script.requests) == 1  # the same bytes would come again
+
+
+def test_a_dripping_answer_ends_at_the_deadline_of_each_attempt() -> None:
+    time = FakeTime()  # backoff sleeps are virtual; the deadline is the loop's real clock
+    stream = Drip(iter(lambda: b" ", None), pause=0.02)  # a byte every 20 ms, forever
+    script = Script(streamed(stream))
+    client = make(script, time, timeout=0.1, retry=time.policy(max_attempts=3))
+    error = run(asyncio.wait_for(_failure(client, "list_chatbots"), timeout=60))
+    assert isinstance(error, TransportError)
+    assert str(error) == (
+        "read chatbot list failed: no complete answer to GET /get-chatbots from "
+        "api.example.test within 0.1 s (--request-timeout) (3 attempts)"
+    )
+    assert len(script.requests) == 3  # each attempt had its own deadline, within the budget
+    assert len(time.sleeps) == 2
+
+
+def test_a_deadline_on_a_create_is_not_retried_and_may_have_applied() -> None:
+    script = Script(streamed(Drip(iter(lambda: b" ", None), pause=0.02)))
+    client = make(script, timeout=0.1)
+    error = run(
+        asyncio.wait_for(_failure(client, "create_attribute", "b", {"name": "n"}), timeout=60)
+    )
+    assert isinstance(error, TransportError)
+    assert "within 0.1 s (--request-timeout); the change may have been applied" in str(error)
+    assert error.outcome_unknown
+    assert len(script.requests) == 1
+
+
+async def _failure(client: ServiceClient, op: str, *args: Any) -> ServiceError:
+    try:
+        await call(client, op, *args)
+    except ServiceError as exc:
+        return exc
+    raise AssertionError("no error")
+
+
+# -- wrong shapes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "body", "expected"),
+    [
+        ("list_chatbots", "", "HTTP 200 with an empty body"),
+        ("list_chatbots", "   \n", "HTTP 200 with an empty body"),
+        ("list_chatbots", '{"chatbots": [', "not JSON (text/plain; charset=utf-8): {"),
+        ("list_chatbots", "<html><title>Sign in</title></html>", "not JSON (text/plain"),
+        ("list_chatbots", '{"chatbots": [{"id": NaN}]}', "not JSON"),
+        ("list_chatbots", '{"chatbots": [{"temp": 1e999}]}', "not JSON"),
+        ("list_chatbots", '{"chatbots": [{"ipLimit": ' + "9" * 5000 + "}]}", "not JSON"),
+        ("list_chatbots", "[" * 100_000 + "]" * 100_000, "JSON nested deeper than 32 levels"),
+        ("list_chatbots", '{"chatbots": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32"),
+        ("list_chatbots", b'{"chatbots": "\xff\xfe"}', "not JSON"),
+        ("list_chatbots", '"chatbots"', "got a string ('chatbots')"),
+        ("list_chatbots", '{"chatbots": null}', 'expected {"chatbots": [...]}, got null'),
+        ("list_chatbots", '{"chatbots": {"data": 7}}', "got a number"),
+        ("list_chatbots", '{"chatbots": ["a", "b"]}', "item 1 of the chatbot list is a string"),
+        ("list_chatbots", '{"chatbots": [{}, [1]]}', "item 2 of the chatbot list is a list of 1"),
+        ("list_attributes", "[]", None),
+        ("list_attributes", '{"data": {"name": "x"}}', "got an object with keys 'name'"),
+        ("list_attributes", '{"data": [true]}', "item 1 of the attribute list is a boolean"),
+        ("list_attributes", '{"message": "Success"}', "got an object with keys 'message'"),
+    ],
+)
+def test_wrong_shapes_are_located_errors(op: str, body: str | bytes, expected: str | None) -> None:
+    def step(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, content=body, headers={"Content-Type": "text/plain; charset=utf-8"}
+        )
+
+    args = ("bot1",) if op == "list_attributes" else ()
+    if expected is None:
+        assert run(call(make(Script(step)), op, *args)) == []
+        return
+    error = catch(make(Script(step)), op, *args)
+    assert type(error) is ServiceError
+    path = "/chatbots/bot1/custom-attributes" if args else "/get-chatbots"
+    assert f"unexpected answer to GET {path}: " in str(error)
+    assert expected in str(error)
+    assert len(str(error)) < 400
+
+
+# -- redirects and wrong URLs ------------------------------------------------------------------
+
+
+def test_a_redirect_is_not_followed_and_says_where_it_pointed() -> None:
+    script = Script(reply(302, "", {"Location": "https://elsewhere.test/api/v1/get-chatbots"}))
+    error = catch(make(script), "list_chatbots")
+    assert isinstance(error, ApiError)
+    assert error.status == 302
+    assert "redirected to https://elsewhere.test/api/v1/get-chatbots" in str(error)
+    assert "is --api-url the service's own base address?" in str(error)
+    assert len(script.requests) == 1
+
+
+def test_a_404_on_the_chatbot_list_names_the_url_without_its_credentials() -> None:
+    script = Script(reply(404, {"message": "Not Found"}))
+    client = ServiceClient(
+        "https://user:pa55@wrong.test/api/v1", KEY, transport=httpx.MockTransport(script)
+    )
+    error = catch(client, "list_chatbots")
+    assert type(error) is ApiError
+    assert "nothing answers GET https://wrong.test/api/v1/get-chatbots: is --api-url right?" in (
+        str(error)
+    )
+    assert "pa55" not in str(error)
+
+
+def test_with_reads_off_a_read_sends_nothing() -> None:
+    script = Script(reply(200, {"chatbots": []}))
+    client = ServiceClient(BASE, KEY, transport=httpx.MockTransport(script), reads=False)
+    error = catch(client, "list_attributes", "bot1")
+    assert isinstance(error, ReadsUnavailable)
+    assert error.status is None
+    assert "--no-reads" in str(error)
+    assert script.requests == []
+    assert client.refused_reads == {}
+
+
+def test_refused_reads_are_counted_for_the_plan_warnings() -> None:
+    script = Script(reply(405, {"message": "Method not allowed"}))
+    client = make(script)
+
+    async def main() -> None:
+        async with client:
+            for chatbot_id in ("a", "b"):
+                with pytest.raises(ReadsUnavailable):
+                    await client.list_attributes(chatbot_id)
+
+    run(main())
+    assert client.refused_reads == {("read attributes", 405): 2}
+
+
+# -- every form of a secret --------------------------------------------------------------------
+
+ODD_KEY = 'sk-live/0dd+"key"\\with=chars%41'
+ODD_SECRET = 'hunter2 "quoted"\nline'
+
+
+def echoes(kind: str) -> Step:
+    """A service that quotes what it received back, in one of the ways services do."""
+
+    def step(request: httpx.Request) -> httpx.Response:
+        auth = request.headers["authorization"]
+        sent = request.content.decode()
+        if kind == "json":
+            return httpx.Response(400, json={"message": f"bad auth {auth}; body {sent}"})
+        if kind == "percent":
+            target = "https://login.test/?next=" + quote(auth, safe="") + "&b=" + quote(sent)
+            return httpx.Response(302, headers={"Location": target})
+        if kind == "repr":
+            return httpx.Response(500, text=f"<pre>{auth!r} {json.loads(sent)!r}</pre>")
+        if kind == "bytes":
+            return httpx.Response(401, text=repr(auth.encode()))
+        raise httpx.RemoteProtocolError(f"peer said {auth!r}", request=request)
+
+    return step
+
+
+@pytest.mark.parametrize("kind", ["json", "percent", "repr", "bytes", "transport"])
+def test_escaped_and_percent_encoded_forms_of_key_and_secrets_are_redacted(kind: str) -> None:
+    lines: list[str] = []
+    client = ServiceClient(
+        BASE,
+        ODD_KEY,
+        transport=httpx.MockTransport(Script(echoes(kind))),
+        retry=FakeTime().policy(max_attempts=1),
+        trace=lines.append,
+        secrets={ODD_SECRET},
+    )
+    error = catch(client, "update_settings", "bot1", {"instructions": f"say {ODD_SECRET}"})
+    texts = [str(error), *lines]
+    combined = "\n".join(texts)
+    forms = {*secret_forms(ODD_KEY), *secret_forms(ODD_SECRET), "0dd+", "hunter2"}
+    for form in forms:
+        assert form not in combined, form
+    assert "***" in combined or "(secret)" in combined
+    assert "(secret)" in lines[0]  # the request body's secret, JSON-escaped in the trace

@@ -14,7 +14,7 @@ from botctl.models import BotSpec, Live
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import parse_live
 from botctl.service.client import RetryPolicy, ServiceClient
-from botctl.service.live import read_live
+from botctl.service.live import read_live, refused_read_notes
 
 
 def normalise_settings(record: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +233,7 @@ def test_attribute_reads_run_concurrently_within_the_bound() -> None:
     assert 1 < service.max_in_flight <= 3
 
 
-@pytest.mark.parametrize("status", [404, 405, 501])
+@pytest.mark.parametrize("status", [405, 501])
 def test_without_a_chatbot_list_settings_are_unreadable_but_attributes_still_read(
     status: int,
 ) -> None:
@@ -245,10 +245,36 @@ def test_without_a_chatbot_list_settings_are_unreadable_but_attributes_still_rea
 
 
 def test_without_any_reads_everything_is_unknown() -> None:
-    service = FakeService(None, list_status=404, attr_status=404, attr_message="Not Found")
-    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    service = FakeService(None, list_status=405, attr_status=404, attr_message="Not Found")
+    client = service.client()
+    live = read([bot("b1")], {"BOTCTL_API_KEY": client})
     got = live.bots["b1"]
     assert (got.exists, got.settings, got.attributes) == (True, None, None)
+    notes = refused_read_notes({"BOTCTL_API_KEY": client, "ALIAS": client})
+    assert len(notes) == 2  # one per refused read, however many names share the client
+    assert notes[0].startswith("the service answered read attributes with HTTP 404")
+    assert "settings are compared with what botctl last applied" in notes[1]
+
+
+def test_a_404_on_the_chatbot_list_is_an_error_not_a_service_without_reads() -> None:
+    """A wrong base URL answers 404 everywhere: that must never become a confident plan."""
+    service = FakeService(None, list_status=404, attr_status=404, attr_message="Not Found")
+    with pytest.raises(ApiError) as info:
+        read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert info.value.status == 404
+    assert f"GET {BASE}/get-chatbots" in str(info.value)
+    assert "is --api-url right?" in str(info.value)
+    assert service.calls["/chatbots/b1/custom-attributes"] == 0
+
+
+def test_with_reads_off_nothing_is_sent_and_everything_is_unknown() -> None:
+    service = FakeService({"chatbots": [{"id": "b1", "name": "Live"}]})
+    client = ServiceClient(BASE, "k-1", transport=httpx.MockTransport(service), reads=False)
+    live = read([bot("b1")], {"BOTCTL_API_KEY": client})
+    got = live.bots["b1"]
+    assert (got.exists, got.settings, got.attributes) == (True, None, None)
+    assert service.calls == Counter()
+    assert refused_read_notes({"BOTCTL_API_KEY": client}) == ()  # declared, not refused
 
 
 def test_chatbot_not_found_on_attribute_read_propagates() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from botctl.cli.console import err, run_async
-from botctl.cli.options import LOCK_TIMEOUT, STATE
+from botctl.cli.options import LOCK_TIMEOUT, STATE, request_bounds
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import EXIT_OK
 
@@ -37,6 +37,7 @@ from botctl.errors import EXIT_OK
 @click.option("--sandbox", is_flag=True, help="Export from the embedded sandbox.")
 @STATE
 @LOCK_TIMEOUT
+@request_bounds
 def export(
     chatbot_ids: tuple[str, ...],
     export_all: bool,
@@ -46,6 +47,8 @@ def export(
     sandbox: bool,
     state_path: str,
     lock_timeout: float,
+    request_timeout: float,
+    max_response_bytes: int,
 ) -> int:
     """Write YAML for existing chatbots from what the service lets botctl read: adoption.
 
@@ -65,7 +68,12 @@ def export(
 
     if bool(chatbot_ids) == export_all:
         raise click.UsageError("give CHATBOT_ID... or --all (not both)")
-    options = ServiceOptions(api_url=api_url, sandbox=sandbox)
+    options = ServiceOptions(
+        api_url=api_url,
+        sandbox=sandbox,
+        timeout=request_timeout,
+        max_response_bytes=max_response_bytes,
+    )
     bots = run_async(read_for_export(list(chatbot_ids), api_key_env, os.environ, options))
     exported = export_documents(bots, api_key_env)
     if out is None:

@@ -5,6 +5,7 @@ imported when a command runs."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -13,7 +14,13 @@ import click
 from click.shell_completion import CompletionItem
 
 from botctl.cli.console import err
-from botctl.defaults import DEFAULT_MAX_ARCHIVES, DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
+from botctl.defaults import (
+    DEFAULT_MAX_ARCHIVES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_PARALLELISM,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STATE_PATH,
+)
 
 if TYPE_CHECKING:
     from botctl.pipeline.workspace import Workspace
@@ -121,6 +128,49 @@ REASSERT = click.option(
     "listed apart as `reassert` [env BOTCTL_REASSERT].",
 )
 
+
+_SIZE = re.compile(r"\s*(\d+)\s*(?:([kmg])(?:i?b)?|b)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_SMALLEST_CAP = 1 << 10  # below any real answer: every read would fail
+
+
+def byte_size(value: str | int) -> int:
+    """A size in bytes: ``33554432``, or with a binary unit: ``512K``, ``32MiB``, ``1G``."""
+    if isinstance(value, int):
+        count = value
+    else:
+        match = _SIZE.fullmatch(value)
+        if match is None:
+            raise ValueError(f"{value!r} is not a size: give bytes, or a number with K, M or G")
+        count = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+    if count < _SMALLEST_CAP:
+        raise ValueError(f"{value!r} is below the smallest cap, 1 KiB")
+    return count
+
+
+# The bounds of one request, for every command that talks to the service.
+REQUEST_TIMEOUT = click.option(
+    "--request-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=DEFAULT_REQUEST_TIMEOUT,
+    show_default=True,
+    envvar="BOTCTL_REQUEST_TIMEOUT",
+    metavar="SECONDS",
+    help="Deadline of one attempt of a request, from connecting to the last byte of the "
+    "answer; a request is tried at most 5 times [env BOTCTL_REQUEST_TIMEOUT].",
+)
+MAX_RESPONSE_BYTES = click.option(
+    "--max-response-bytes",
+    type=byte_size,
+    default=DEFAULT_MAX_RESPONSE_BYTES,
+    metavar="SIZE",
+    show_default="32MiB",
+    envvar="BOTCTL_MAX_RESPONSE_BYTES",
+    help="Largest answer botctl reads, after decompression (bytes, or with K, M, G: "
+    "binary units) [env BOTCTL_MAX_RESPONSE_BYTES].",
+)
+request_bounds = stack(REQUEST_TIMEOUT, MAX_RESPONSE_BYTES)
+
 config_options = stack(PATHS, ALLOW_UNKNOWN_MODELS, TARGETS)
 service_options = stack(
     click.option(
@@ -137,6 +187,14 @@ service_options = stack(
         "chatbots of the configuration are created there on first use.",
     ),
     STATE,
+    click.option(
+        "--no-reads",
+        is_flag=True,
+        envvar="BOTCTL_NO_READS",
+        help="Send no read at all (for a deployment without reads): compare with the state "
+        "file only; the plan says reads: none [env BOTCTL_NO_READS=1].",
+    ),
+    request_bounds,
     click.option(
         "--parallelism",
         type=click.IntRange(1, 64),
@@ -183,7 +241,6 @@ def workspace(params: dict[str, Any]) -> Workspace:
     from botctl.pipeline.workspace import Workspace
     from botctl.reconcile.safety import SafetyPolicy
     from botctl.service.options import ServiceOptions
-    from botctl.values import mask_secrets
 
     if not params.get("paths"):
         raise click.UsageError(
@@ -191,11 +248,8 @@ def workspace(params: dict[str, Any]) -> Workspace:
             "`botctl plan bots/`"
         )
     secrets: set[str] = set()
-    trace = (
-        (lambda line: err(f"debug: {mask_secrets(line, frozenset(secrets))}"))
-        if params.get("debug")
-        else None
-    )
+    # The client redacts the keys and these secrets (every escaped form) from each line.
+    trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
     return Workspace(
         secrets=secrets,
         paths=params["paths"],
@@ -205,7 +259,11 @@ def workspace(params: dict[str, Any]) -> Workspace:
             api_url=params.get("api_url"),
             sandbox=bool(params.get("sandbox")),
             rate_limit=params.get("rate_limit") or 0.0,
+            timeout=params.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT,
+            max_response_bytes=params.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES,
+            no_reads=bool(params.get("no_reads")),
             trace=trace,
+            secrets=secrets,
         ),
         targets=tuple(params.get("targets") or ()),
         allow_unknown_models=bool(params.get("allow_unknown_models")),

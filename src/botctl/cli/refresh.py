@@ -32,6 +32,8 @@ def refresh(**params: Any) -> int:
     from botctl.reconcile.diff import missing_error
     from botctl.store.backends import describe
 
+    if params.get("no_reads"):
+        raise click.UsageError("refresh records what the service shows: it needs reads")
     ws = workspace(params)
     where = describe(ws.state_path)
     outcome = run_async(run_refresh(ws))

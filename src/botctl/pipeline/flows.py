@@ -4,11 +4,11 @@ refresh, and export's reads and baseline."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from botctl.config.export import Exported
 from botctl.defaults import DEFAULT_PARALLELISM
-from botctl.errors import BotctlError, ReadsUnavailable, ServiceError
+from botctl.errors import BotctlError, PlanError, ReadsUnavailable, ServiceError
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.plan import BotRef, Plan
@@ -20,7 +20,7 @@ from botctl.reconcile.freshness import check_fresh, verify_applied
 from botctl.reconcile.safety import enforce_safety
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
-from botctl.service.live import read_live
+from botctl.service.live import read_live, refused_read_notes
 from botctl.service.options import ServiceOptions
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.lock import StateLock
@@ -44,28 +44,37 @@ class RefreshOutcome:
     written: bool  # whether the state changed
 
 
-async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> Live:
+async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str, ...]]:
+    """What the service shows, and warnings for the reads it refused."""
     async with connect(_refs(bots), ws.environ, ws.service) as clients:
-        return await read_live(bots, clients, concurrency=ws.parallelism)
+        live = await read_live(bots, clients, concurrency=ws.parallelism)
+        return live, refused_read_notes(clients)
 
 
 async def make_plan(ws: Workspace) -> Plan:
     desired = load(ws)
     state = load_state(ws.state_path)
-    return _compute_plan(desired, await _read(ws, desired.bots), state, ws)
+    live, notes = await _read(ws, desired.bots)
+    return _compute_plan(desired, live, state, ws, notes)
 
 
-def _compute_plan(desired: Desired, live: Live, state: State, ws: Workspace) -> Plan:
+def _compute_plan(
+    desired: Desired, live: Live, state: State, ws: Workspace, notes: tuple[str, ...]
+) -> Plan:
     with collector_paused():
-        return compute_plan(desired, live, state, ws.policy, reassert=ws.reassert)
+        plan = compute_plan(desired, live, state, ws.policy, reassert=ws.reassert)
+    return replace(
+        plan, reads="none" if ws.service.no_reads else "service", warnings=plan.warnings + notes
+    )
 
 
 async def make_drift(ws: Workspace) -> DriftReport:
     desired = load(ws)
     state = load_state(ws.state_path)
-    live = await _read(ws, desired.bots)
+    live, notes = await _read(ws, desired.bots)
     with collector_paused():
-        return compute_drift(desired, live, state)
+        report = compute_drift(desired, live, state)
+    return replace(report, warnings=report.warnings + notes) if notes else report
 
 
 async def run_apply(
@@ -82,6 +91,7 @@ async def run_apply(
     desired = load(ws) if saved is None else None
     if saved is not None:
         ws.secrets.update(saved.secrets)
+        ws = _reading_as_planned(ws, saved)
     bots = list(desired.bots) if desired is not None else _bots_of(saved)
     with (
         open_backend(ws.state_path) as backend,
@@ -92,7 +102,7 @@ async def run_apply(
         async with connect(_refs(bots), ws.environ, ws.service) as clients:
             live = await read_live(bots, clients, concurrency=ws.parallelism)
             if desired is not None:
-                plan = _compute_plan(desired, live, state, ws)
+                plan = _compute_plan(desired, live, state, ws, refused_read_notes(clients))
             else:
                 assert saved is not None
                 check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)
@@ -127,6 +137,21 @@ async def apply_unattended(
     return await run_apply(
         ws, saved=None, show=lambda _: None, confirm=lambda _: True, on_result=on_result
     )
+
+
+def _reading_as_planned(ws: Workspace, saved: Plan) -> Workspace:
+    """A saved plan is applied reading as it was made: one made with --no-reads sends no
+    read; one that relied on reads re-reads them to refuse it if they moved, so it cannot
+    be applied with --no-reads."""
+    if saved.reads == "none":
+        return replace(ws, service=replace(ws.service, no_reads=True))
+    if ws.service.no_reads:
+        raise PlanError(
+            "this plan was made from what the service answered, and apply --plan reads it "
+            "again to refuse the plan if anything moved: run it without --no-reads (or make "
+            "the plan with --no-reads)"
+        )
+    return ws
 
 
 def _refs(bots: Sequence[BotSpec]) -> list[BotRef]:
@@ -195,7 +220,7 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
     ):
         stored = read_state(backend)
         state = stored.state
-        live = await _read(ws, desired.bots)
+        live, _ = await _read(ws, desired.bots)
         writer = StateWriter(state, backend, version=stored.version, command="refresh")
         found = list(baseline.matching(desired, live))
         _record(writer, found)

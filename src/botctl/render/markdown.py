@@ -14,6 +14,7 @@ from botctl.render.text import (
     DRIFT_HEADINGS,
     FLAG_TEXT,
     PLAIN,
+    READS_NONE,
     UNMANAGED_NOTE,
     by_bot,
     change_lines,
@@ -33,6 +34,8 @@ CUTS_OFF = FLAG_TEXT[FLAG_CUTS_OFF_USERS]
 def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = None) -> str:
     doc = md.Budget(limit)
     doc.add("### botctl plan", "", f"**{summary_line(plan)}**")
+    if plan.reads == "none":
+        doc.add("", f"> {READS_NONE}")
     if plan.empty:
         doc.add("", "No changes. The service matches the configuration.")
     _notes(doc, plan)

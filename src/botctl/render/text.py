@@ -64,6 +64,12 @@ def summary_line(plan: Plan) -> str:
     return line + (" " + "; ".join(extras) + "." if extras else "")
 
 
+READS_NONE = (
+    "Reads: none (--no-reads): nothing was read from the service; current values are what "
+    "botctl last applied (assumed) or unknown."
+)
+
+
 def _is_multiline(change: Change) -> bool:
     return any(isinstance(v, str) and "\n" in v for v in (change.before, change.after))
 
@@ -111,6 +117,8 @@ def change_lines(change: Change, style: Style) -> list[str]:
 def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
+    if plan.reads == "none":
+        out.append(READS_NONE)
     out.extend(f"warning: {w}" for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
     out.extend(

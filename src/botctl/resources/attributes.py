@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from botctl import contract
-from botctl.errors import ApiError, ServiceError
+from botctl.errors import ApiError, ReadsUnavailable, ServiceError
 from botctl.plan import (
     Action,
     BotRef,
@@ -328,6 +328,8 @@ async def _exists_after_doubt(op: Operation, client: AttributeWriter, body: dict
     wanted = update_body(body)
     try:
         listed = await client.list_attributes(op.bot.chatbot_id)
+    except ReadsUnavailable:  # no such read here, or --no-reads: look by updating instead
+        return await _probe_update(op, client, wanted)
     except ApiError as exc:
         if exc.status in (404, 405, 501):
             return await _probe_update(op, client, wanted)

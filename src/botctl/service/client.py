@@ -4,28 +4,38 @@ Every request goes through ``ServiceClient._send``, which paces it, sends it, an
 returns a 2xx response or raises a botctl error:
 
 * ``ApiError``: the service answered with an error status (after retries where allowed).
-  * ``ReadsUnavailable``: a read answered 404 (other than ``Chatbot not found``), 405 or 501,
-    i.e. this deployment has no such read; ``live.py`` falls back to the state file.
+  A 404 on the chatbot list names the URL: it almost always means a wrong ``--api-url``.
   * ``AmbiguousApiError``: an attribute create answered 5xx. The service may have created it,
     so it is not retried; ``outcome_unknown`` is true and the caller resolves it by reading
     the attribute list before trying again.
-* ``TransportError``: no usable answer. ``outcome_unknown`` is false only when the request
+* ``ReadsUnavailable``: botctl cannot read this. Either the deployment says it has no such
+  read (405 or 501 on a read; 404 on the attribute list other than ``Chatbot not found``;
+  API-NOTES note 3), or reads are off (``--no-reads``) and no request was sent. ``live.py``
+  falls back to the state file.
+* ``TransportError``: no usable answer: unreachable, dropped, no complete answer within the
+  per-attempt deadline (``--request-timeout``), a body over ``--max-response-bytes``, an
+  encoding that cannot be decoded. ``outcome_unknown`` is false only when the request
   certainly never reached the service (connect failures, pool timeout).
+
+Every answer is read through ``reply.receive``: streamed, decoded in bounded steps and capped,
+inside a deadline that covers the whole attempt (connect, send, headers and the last byte of
+the body), so neither a huge, compressed nor a dripping answer can hold a run.
 
 (The errors themselves are defined in ``botctl.errors``, the one error vocabulary.)
 
 The API key lives only in the request headers: it is never formatted into a message, a trace
-line or a repr, and every text that leaves this module is scrubbed of it once more in case the
-service echoes it back.
+line or a repr, and every text that leaves this module is redacted once more, in every
+escaped and percent-encoded form, in case the service echoes it back (so are the values
+marked ``${secret:...}`` that requests carry).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
-import json
 import ssl
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Collection
 from importlib import metadata
 from types import TracebackType
 from typing import Any
@@ -33,32 +43,30 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from botctl import contract
-from botctl.defaults import DEFAULT_API_KEY_ENV, DEFAULT_REQUEST_TIMEOUT
-from botctl.errors import (
-    MAY_HAVE_BEEN_APPLIED,
-    AmbiguousApiError,
-    ApiError,
-    ReadsUnavailable,
-    ServiceError,
-    TransportError,
+from botctl.defaults import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
 )
+from botctl.errors import ReadsUnavailable
+from botctl.service.inflate import ACCEPT_ENCODING
 from botctl.service.pacing import Pacer, RequestStats
+from botctl.service.redact import check_api_key, redact
+from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
 from botctl.service.retry import (
     DEFAULT_RETRY,
-    NEVER_SENT,
-    Kind,
     RetryPolicy,
     may_retry_failure,
     may_retry_status,
     server_delay,
     window_exhausted_delay,
 )
+from botctl.service.translate import LIST_CHATBOTS, Call, Translator
 
-__all__ = ["RequestStats", "RetryPolicy", "ServiceClient"]
+__all__ = ["IN_FLIGHT_CAPS", "InFlight", "RequestStats", "RetryPolicy", "ServiceClient"]
 
-_EXCERPT = 200
-_TRACE_BODY = 4000
+# Answers read at once share a cap of this many single caps (see reply.InFlight).
+IN_FLIGHT_CAPS = 4
 
 
 @functools.cache
@@ -72,8 +80,7 @@ def _user_agent() -> str:
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """httpx's verifying TLS context, built once per process and shared by every client:
-    loading the CA bundle is costly (see README, Benchmarks), and a run has one client per
-    API key."""
+    loading the CA bundle takes ~30 ms, and a run has one client per API key."""
     return httpx.create_ssl_context()
 
 
@@ -85,23 +92,19 @@ def _verify_for(base_url: str) -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-@dataclass(frozen=True)
-class _Call:
-    method: str
-    path: str
-    operation: str  # human: "create attribute plan_tier"
-    kind: Kind
-    chatbot_id: str | None = None
-    body: dict[str, Any] | None = None
-
-
 class ServiceClient:
     """Async client of the Chatbot Management Service API v1 for one API key.
 
     ``base_url`` ends in ``/api/v1``. ``key_name`` is the environment variable the key came
-    from, named in hints (its value never is). ``rate_limit`` paces this client to at most
-    that many requests per second across all concurrent calls (0 = unpaced). ``trace``
-    receives one line per request and per response, with the key masked.
+    from, named in hints (its value never is); a key no header can carry is refused here.
+    ``timeout`` bounds each attempt as a whole, from connecting to the last byte of the
+    answer; ``max_response_bytes`` caps each decoded answer, and ``in_flight`` (shared by
+    the clients of a run) all answers being read at once. ``reads=False`` (``--no-reads``)
+    sends no read at all: reads raise ``ReadsUnavailable`` at once. ``rate_limit`` paces this
+    client to at most that many requests per second across all concurrent calls (0 =
+    unpaced). ``trace`` receives one line per request and per response. ``secrets`` are
+    redacted like the key from every text this client produces (a live collection: the
+    configuration's ``${secret:...}`` values join it once it is loaded).
     """
 
     def __init__(
@@ -112,17 +115,30 @@ class ServiceClient:
         key_name: str = DEFAULT_API_KEY_ENV,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        reads: bool = True,
         retry: RetryPolicy = DEFAULT_RETRY,
         rate_limit: float = 0.0,
         trace: Callable[[str], None] | None = None,
         max_connections: int = 32,
+        secrets: Collection[str] = (),
+        in_flight: InFlight | None = None,
     ) -> None:
+        check_api_key(key_name, api_key)
         self.base_url = base_url.rstrip("/")
         self.key_name = key_name
         self.retry = retry
+        self.request_timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self.in_flight = in_flight or InFlight(IN_FLIGHT_CAPS * max_response_bytes)
+        self.reads = reads
         self.stats = RequestStats()
+        # Reads the deployment said it does not offer: (operation, status) -> how often.
+        self.refused_reads: Counter[tuple[str, int]] = Counter()
         self._api_key = api_key
+        self._secrets = secrets
         self._trace = trace
+        self._say = Translator(self.base_url, key_name, timeout, self._scrub)
         self._pacer = Pacer(rate_limit, retry.clock, retry.sleep)
         self._http = httpx.AsyncClient(
             transport=transport,
@@ -136,6 +152,7 @@ class ServiceClient:
                 "Authorization": f"Bearer {api_key}",
                 "Content-Type": "application/json",
                 "Accept": "application/json",
+                "Accept-Encoding": ACCEPT_ENCODING,  # only what inflate.py decodes, bounded
                 "User-Agent": _user_agent(),
             },
         )
@@ -161,23 +178,25 @@ class ServiceClient:
 
     async def list_chatbots(self) -> list[dict[str, Any]]:
         """All chatbot records of the account, raw; both documented and observed shapes."""
-        call = _Call("GET", "/get-chatbots", "read chatbot list", "read")
-        body = self._json(call, await self._send(call))
-        records = body.get("chatbots") if isinstance(body, dict) else body
+        call = Call("GET", LIST_CHATBOTS, "read chatbot list", "read")
+        body = self._say.json_of(call, await self._send(call))
+        # A wrong shape is described as what it is: the object itself when a key is missing.
+        records = body.get("chatbots", body) if isinstance(body, dict) else body
         if isinstance(records, dict):  # observed live shape {"chatbots": {"data": [...]}}
-            records = records.get("data")
-        return self._records(call, records)
+            records = records.get("data", records)
+        return self._say.records(call, records, '{"chatbots": [...]}', "the chatbot list")
 
     async def list_attributes(self, chatbot_id: str) -> list[dict[str, Any]]:
         path = f"/chatbots/{_seg(chatbot_id)}/custom-attributes"
-        call = _Call("GET", path, "read attributes", "read", chatbot_id)
-        body = self._json(call, await self._send(call))
-        return self._records(call, body.get("data") if isinstance(body, dict) else None)
+        call = Call("GET", path, "read attributes", "read", chatbot_id)
+        body = self._say.json_of(call, await self._send(call))
+        records = body.get("data", body) if isinstance(body, dict) else body
+        return self._say.records(call, records, '{"data": [...]}', "the attribute list")
 
     async def update_settings(self, chatbot_id: str, fields: dict[str, Any]) -> None:
         # Absolute values: sending the same body twice leaves the same settings, so retryable.
         body = {"chatbotId": chatbot_id, **fields}
-        call = _Call(
+        call = Call(
             "POST", "/update-chatbot-settings", "update settings", "idempotent", chatbot_id, body
         )
         await self._send(call)
@@ -185,53 +204,76 @@ class ServiceClient:
     async def create_attribute(self, chatbot_id: str, body: dict[str, Any]) -> dict[str, Any]:
         name = str(body.get("name", ""))
         path = f"/chatbots/{_seg(chatbot_id)}/custom-attributes"
-        call = _Call("POST", path, f"create attribute {name}", "create", chatbot_id, body)
+        call = Call("POST", path, f"create attribute {name}", "create", chatbot_id, body)
         return _data(await self._send(call))
 
     async def update_attribute(
         self, chatbot_id: str, name: str, body: dict[str, Any]
     ) -> dict[str, Any]:
         path = f"/chatbots/{_seg(chatbot_id)}/custom-attributes/{_seg(name)}"
-        call = _Call("PUT", path, f"update attribute {name}", "idempotent", chatbot_id, body)
+        call = Call("PUT", path, f"update attribute {name}", "idempotent", chatbot_id, body)
         return _data(await self._send(call))
 
     # -- the request loop -------------------------------------------------------------------
 
-    async def _send(self, call: _Call) -> httpx.Response:
+    async def _send(self, call: Call) -> Reply:
+        if call.kind == "read" and not self.reads:
+            raise ReadsUnavailable(
+                call.operation,
+                "reads are off (--no-reads); nothing was sent",
+                status=None,
+                chatbot_id=call.chatbot_id,
+            )
         attempt = 0
         while True:
             attempt += 1
             waited = await self._pacer.acquire()  # not `+= await`: that reads before waiting
             self.stats.pace_wait += waited
             try:
-                response = await self._attempt(call, attempt)
+                reply = await self._attempt(call, attempt)
             except httpx.RequestError as exc:
-                error = self._transport_error(call, exc)
                 if attempt >= self.retry.max_attempts or not may_retry_failure(call.kind, exc):
-                    raise error from exc
+                    # Not chained: httpx's own text may quote what botctl just redacted.
+                    raise self._say.transport_error(call, exc, attempt) from None
                 await self._backoff(attempt, None)
                 continue
-            self._watch_window(response)
-            if response.is_success:
-                return response
-            if attempt < self.retry.max_attempts and may_retry_status(
-                call.kind, response.status_code
-            ):
-                await self._backoff(attempt, self._hint_delay(response))
+            self._watch_window(reply)
+            if reply.is_success:
+                return reply
+            if attempt < self.retry.max_attempts and may_retry_status(call.kind, reply.status_code):
+                await self._backoff(attempt, self._hint_delay(reply))
                 continue
-            raise self._api_error(call, response, attempt)
+            error = self._say.api_error(call, reply, attempt)
+            if isinstance(error, ReadsUnavailable) and error.status is not None:
+                self.refused_reads[(call.operation, error.status)] += 1
+            raise error
 
-    async def _attempt(self, call: _Call, attempt: int) -> httpx.Response:
+    async def _attempt(self, call: Call, attempt: int) -> Reply:
+        """One try, within the deadline: neither a silent nor a dripping server stretches it
+        (httpx's own timeouts are per read, and a byte every few seconds resets them)."""
         url = self.base_url + call.path
         self.stats.requests[call.method] += 1
         tracing = self._trace is not None  # trace lines (JSON of bodies) only when asked for
         of = f"attempt {attempt}/{self.retry.max_attempts}"
         if tracing:
-            body = _trace_body(call.body)
+            body = self._say.trace_body(call.body)
             self._emit(f"-> {call.method} {url} {of} Authorization: Bearer ***{body}")
         started = self.retry.clock()
+        request = self._http.build_request(call.method, url, json=call.body)
+        deadline = asyncio.timeout(self.request_timeout)
         try:
-            response = await self._http.request(call.method, url, json=call.body)
+            try:
+                async with deadline:
+                    reply = await receive(
+                        self._http,
+                        request,
+                        max_bytes=self.max_response_bytes,
+                        in_flight=self.in_flight,
+                    )
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise DeadlineExceeded("deadline", request=request) from None
         except httpx.RequestError as exc:
             if tracing:
                 elapsed = (self.retry.clock() - started) * 1000
@@ -239,9 +281,9 @@ class ServiceClient:
             raise
         if tracing:
             elapsed = (self.retry.clock() - started) * 1000
-            body = _trace_body(_maybe_json(response))
-            self._emit(f"<- {response.status_code} {call.method} {url} {elapsed:.0f}ms {of}{body}")
-        return response
+            body = self._say.trace_body(reply.maybe_json())
+            self._emit(f"<- {reply.status_code} {call.method} {url} {elapsed:.0f}ms {of}{body}")
+        return reply
 
     async def _backoff(self, attempt: int, hinted: float | None) -> None:
         delay = self.retry.cap(hinted) if hinted else self.retry.backoff(attempt)
@@ -249,86 +291,18 @@ class ServiceClient:
         self.stats.backoff_wait += delay
         await self.retry.sleep(delay)
 
-    def _hint_delay(self, response: httpx.Response) -> float | None:
-        delay = server_delay(response.headers, self.retry.wall_clock())
-        if delay and response.status_code == 429:
+    def _hint_delay(self, reply: Reply) -> float | None:
+        delay = server_delay(reply.headers, self.retry.wall_clock())
+        if delay and reply.status_code == 429:
             # The limit is per key: hold every concurrent request of this client, not only
             # the one refused, so they stop bouncing off the same window.
             self._pacer.block_for(self.retry.cap(delay))
         return delay
 
-    def _watch_window(self, response: httpx.Response) -> None:
-        delay = window_exhausted_delay(response.headers, self.retry.wall_clock())
+    def _watch_window(self, reply: Reply) -> None:
+        delay = window_exhausted_delay(reply.headers, self.retry.wall_clock())
         if delay:
             self._pacer.block_for(self.retry.cap(delay))
-
-    # -- translation ------------------------------------------------------------------------
-
-    def _api_error(self, call: _Call, response: httpx.Response, attempts: int) -> ApiError:
-        status = response.status_code
-        message = self._scrub(_service_message(response))
-        if call.kind == "read" and _reads_unavailable(status, message):
-            return ReadsUnavailable(
-                call.operation,
-                status,
-                message,
-                chatbot_id=call.chatbot_id,
-                hint=ReadsUnavailable.HINT,
-            )
-        cls = AmbiguousApiError if call.kind == "create" and status >= 500 else ApiError
-        hint = self._hint(call, status, message, attempts)
-        return cls(call.operation, status, message, chatbot_id=call.chatbot_id, hint=hint)
-
-    def _hint(self, call: _Call, status: int, message: str, attempts: int) -> str:
-        if status == 401:
-            return f"check the API key in ${self.key_name}"
-        if status == 403:
-            return f"the account of ${self.key_name} is not allowed this, or its quota is used up"
-        if status == 404:
-            if message.strip() == contract.MSG_ATTRIBUTE_NOT_FOUND:
-                return "attribute not found on this chatbot"
-            return f"chatbot not found in the account of ${self.key_name}"
-        if status == 429:
-            return f"rate limited {attempts} times; lower --rate-limit or try again later"
-        if call.kind == "create" and status >= 500:
-            return f"{MAY_HAVE_BEEN_APPLIED}; botctl reads the attribute list before retrying"
-        if status >= 500:
-            return f"service error after {attempts} attempt(s); try again later"
-        return ""
-
-    def _transport_error(self, call: _Call, exc: httpx.RequestError) -> TransportError:
-        host = urlsplit(self.base_url).hostname or self.base_url
-        detail = str(exc) or type(exc).__name__
-        # A read changes nothing, so "may have been applied" would only alarm the reader.
-        doubt = "" if call.kind == "read" else f"; {MAY_HAVE_BEEN_APPLIED}"
-        unknown = not isinstance(exc, NEVER_SENT)
-        if not unknown:
-            message = f"could not reach {host} ({detail}); the request was not sent"
-        elif isinstance(exc, httpx.TimeoutException):
-            message = f"no answer from {host} in time ({detail}){doubt}"
-        else:
-            message = f"connection to {host} failed ({detail}){doubt}"
-        return TransportError(
-            call.operation,
-            self._scrub(message),
-            chatbot_id=call.chatbot_id,
-            outcome_unknown=unknown,
-        )
-
-    def _json(self, call: _Call, response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise self._shape_error(call, f"not JSON: {_excerpt(response.text)}") from None
-
-    def _records(self, call: _Call, records: Any) -> list[dict[str, Any]]:
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise self._shape_error(call, "expected a list of records")
-        return records
-
-    def _shape_error(self, call: _Call, what: str) -> ServiceError:
-        message = self._scrub(f"unexpected response from the service: {what}")
-        return ServiceError(call.operation, message, chatbot_id=call.chatbot_id)
 
     def _emit(self, line: str) -> None:
         if self._trace is not None:
@@ -336,53 +310,15 @@ class ServiceClient:
 
     def _scrub(self, text: str) -> str:
         # Belt and braces: nothing we format contains the key, but a service or proxy might
-        # echo the Authorization header back in a body we quote.
-        return text.replace(self._api_key, "***") if self._api_key else text
+        # echo the Authorization header (or a secret of a body) back in what we quote.
+        return redact(text, (self._api_key,), self._secrets)
 
 
-def _data(response: httpx.Response) -> dict[str, Any]:
-    body = _maybe_json(response)
+def _data(reply: Reply) -> dict[str, Any]:
+    body = reply.maybe_json()
     data = body.get("data") if isinstance(body, dict) else None
     return data if isinstance(data, dict) else {}
 
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
-
-
-def _reads_unavailable(status: int, message: str) -> bool:
-    if status in (405, 501):
-        return True
-    chatbot_missing = message.strip().rstrip(".").lower() == contract.MSG_CHATBOT_NOT_FOUND.lower()
-    return status == 404 and not chatbot_missing
-
-
-def _service_message(response: httpx.Response) -> str:
-    body = _maybe_json(response)
-    if isinstance(body, dict):
-        for key in ("message", "error"):
-            if isinstance(body.get(key), str) and body[key]:
-                return str(body[key])
-    text = _excerpt(response.text)
-    return text or response.reason_phrase or "(empty response)"
-
-
-def _maybe_json(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 3] + "..."
-
-
-def _trace_body(body: Any) -> str:
-    if body is None:
-        return ""
-    text = json.dumps(body, ensure_ascii=False, sort_keys=True)
-    if len(text) > _TRACE_BODY:
-        text = text[:_TRACE_BODY] + "..."
-    return f" body={text}"

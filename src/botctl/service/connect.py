@@ -17,28 +17,38 @@ import httpx
 from botctl.contract import API_PREFIX
 from botctl.errors import BotctlError
 from botctl.plan import BotRef
-from botctl.service.client import RetryPolicy, ServiceClient
+from botctl.service.client import IN_FLIGHT_CAPS, InFlight, RetryPolicy, ServiceClient
 from botctl.service.embedded import SANDBOX_BASE, sandbox_key, sandbox_transport
 from botctl.service.options import ServiceOptions
+from botctl.service.redact import api_key_problem, unusable_keys_message
 
 
 def resolve_keys(
     refs: Iterable[BotRef], environ: Mapping[str, str], *, sandbox: bool
 ) -> dict[str, str]:
-    """env var name -> key; every missing variable is reported at once, by name."""
+    """env var name -> key; every missing or unusable variable is reported at once, by name.
+
+    A key is used as it is set: one that an HTTP header cannot carry (a line break, spaces
+    around it, a character outside ASCII) is refused, never trimmed into another key."""
     needed: dict[str, list[str]] = {}
     for ref in refs:
         needed.setdefault(ref.api_key_env, []).append(ref.name)
     keys: dict[str, str] = {}
     missing = []
+    unusable = []
     for env_name, bots in sorted(needed.items()):
-        value = environ.get(env_name, "").strip()
-        if value:
+        value = environ.get(env_name, "")
+        problem = api_key_problem(value) if value.strip() else ""
+        if problem:
+            unusable.append(f"${env_name} {problem}")
+        elif value.strip():
             keys[env_name] = value
         elif sandbox:
             keys[env_name] = sandbox_key(env_name)
         else:
             missing.append(f"${env_name} (for {', '.join(sorted(bots))})")
+    if unusable:
+        raise BotctlError(unusable_keys_message(unusable))
     if missing:
         raise BotctlError(
             "no API key in the environment: set " + ", ".join(missing) + ". Keys are read "
@@ -80,12 +90,17 @@ async def connect(
                 "https://<host>/api/v1; or --sandbox to use the embedded sandbox"
             )
         transport, base_url = None, check_api_url(options.api_url)
+    in_flight = InFlight(IN_FLIGHT_CAPS * options.max_response_bytes)  # one for the whole run
     clients = {
         env_name: ServiceClient(
             base_url,
             key,
             transport=transport,
             timeout=options.timeout,
+            max_response_bytes=options.max_response_bytes,
+            reads=not options.no_reads,
+            secrets=options.secrets,
+            in_flight=in_flight,
             retry=RetryPolicy(
                 max_attempts=options.max_attempts,
                 base_delay=options.retry_base_delay,

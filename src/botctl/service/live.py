@@ -29,8 +29,10 @@ async def read_live(
 ) -> Live:
     """Read the chatbots of ``bots``; ``clients`` are keyed by each bot's ``api_key_env``.
 
-    A read the deployment does not offer (``ReadsUnavailable``) is recorded as unreadable;
-    any other failure propagates as the botctl error it is.
+    A read the deployment does not offer, or that ``--no-reads`` turned off
+    (``ReadsUnavailable``), is recorded as unreadable; any other failure propagates as the
+    botctl error it is (a 404 on the chatbot list among them: it means a wrong URL far more
+    often than a deployment without reads, which ``--no-reads`` declares).
     """
     limit = asyncio.Semaphore(max(1, concurrency))
     by_client = _distinct_clients(bots, clients)
@@ -56,6 +58,25 @@ async def read_live(
             if (listing := records[id(clients[env])]) is not None
         },
     )
+
+
+_READ_SUBJECTS = {"read chatbot list": "settings", "read attributes": "attributes"}
+
+
+def refused_read_notes(clients: Mapping[str, ServiceClient]) -> tuple[str, ...]:
+    """Warnings for the reads the service refused (405/501, API-NOTES note 3), so that an
+    automatic fallback to the state file is never silent."""
+    notes = []
+    for client in {id(c): c for c in clients.values()}.values():
+        for (operation, status), count in sorted(client.refused_reads.items()):
+            subject = _READ_SUBJECTS.get(operation, operation)
+            times = f" for {count} chatbots" if count > 1 else ""
+            notes.append(
+                f"the service answered {operation} with HTTP {status}{times} (${client.key_name}):"
+                f" it offers no such read, so {subject} are compared with what botctl last "
+                "applied; --no-reads sends no reads at all"
+            )
+    return tuple(notes)
 
 
 def _name(record: Mapping[str, Any]) -> str:

@@ -3,10 +3,10 @@ the HTTP stack (``botctl validate`` never loads it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from botctl.defaults import DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
+from botctl.defaults import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
 from botctl.service.pacing import RequestStats
 
 
@@ -16,10 +16,15 @@ class ServiceOptions:
     sandbox: bool = False
     sandbox_db: str = str(DEFAULT_SANDBOX_DB)
     rate_limit: float = 0.0
-    timeout: float = DEFAULT_REQUEST_TIMEOUT
+    timeout: float = DEFAULT_REQUEST_TIMEOUT  # one whole attempt (--request-timeout)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # decoded (--max-response-bytes)
+    no_reads: bool = False  # send no read at all, work from state (--no-reads)
     max_attempts: int = 5
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
     trace: Callable[[str], None] | None = None
     # When given, every client's request counts are added here as it closes (benchmarks).
     stats: RequestStats | None = None
+    # Values to redact like the keys from every message and trace (the configuration's
+    # ${secret:...} values; a live collection, filled once the configuration is loaded).
+    secrets: Collection[str] = ()

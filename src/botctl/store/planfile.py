@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from botctl.errors import PlanError
-from botctl.plan import BotRef, Dependency, Operation, Plan, Unmanaged
+from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanaged
 from botctl.store.files import first_problem, read_text, write_atomically
 
 PLAN_FILE_KIND = "botctl-plan"
@@ -46,6 +46,7 @@ class _PlanFile(BaseModel):
     warnings: tuple[str, ...]
     violations: tuple[str, ...]
     secrets: tuple[str, ...]
+    reads: Reads = "service"  # absent from files written before --no-reads existed
     checksum: str
 
 
@@ -63,6 +64,7 @@ def plan_file_document(plan: Plan) -> dict[str, Any]:
         "warnings": list(plan.warnings),
         "violations": list(plan.violations),
         "secrets": sorted(plan.secrets),
+        "reads": plan.reads,
     }
     body["checksum"] = _checksum(body)
     return body
@@ -94,6 +96,7 @@ def plan_from_document(data: Any) -> Plan:
         bots=parsed.bots,
         violations=parsed.violations,
         secrets=frozenset(parsed.secrets),
+        reads=parsed.reads,
     )
 
 
