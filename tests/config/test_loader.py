@@ -83,7 +83,13 @@ ERRORS = [
     ("unknown_key", 7, 3, "unknown key 'setings' (did you mean 'settings'?)"),
     ("unknown_key_nested", 10, 7, "unknown key 'buttonColour' (did you mean 'buttonColor'?)"),
     ("wrong_api_version", 1, 13, "apiVersion: must be one of 'botctl/v1', got \"botctl/v2\""),
-    ("wrong_kind", 2, 7, "kind: must be one of 'Chatbot', got \"ChatBot\""),
+    (
+        "wrong_kind",
+        2,
+        7,
+        "kind: must be one of 'Chatbot', 'AttributeSet' or 'Defaults', got \"ChatBot\" "
+        "(did you mean 'Chatbot'?)",
+    ),
     ("missing_spec", 1, 1, "missing required key 'spec'"),
     ("missing_chatbot_id", 6, 3, "missing required key 'chatbotId'"),
     ("temp_too_high", 9, 11, "temp: must be at most 1"),
@@ -462,7 +468,7 @@ def test_unknown_model_opt_out_warns_and_loads() -> None:
     desired = load(path, allow_unknown_models=True)
     assert [b.settings.model for b in desired.bots] == ["gpt-5-mni"]
     assert desired.warnings == (
-        f"{path}:8:12: warning: model: 'gpt-5-mni' is not a known model "
+        f"{path}:8:12: warning[BC102]: model: 'gpt-5-mni' is not a known model "
         "(did you mean 'gpt-5-mini'?)",
     )
 
@@ -484,7 +490,7 @@ def test_attribute_name_valid_by_contract_but_not_the_strict_guide_warns() -> No
     desired = load(path)
     assert [a.name for a in desired.bots[0].attributes] == ["plan_tier", "Plan-Tier"]
     [warning] = desired.warnings
-    assert warning.startswith(f"{path}:9:14: warning: attribute name 'Plan-Tier': ")
+    assert warning.startswith(f"{path}:9:14: warning[BC101]: attribute name 'Plan-Tier': ")
     assert "lowercase" in warning
 
 
@@ -492,7 +498,7 @@ def test_warnings_do_not_block() -> None:
     path = FIXTURES / "warnings_only.yaml"
     desired = load(path, allow_unknown_models=True)
     assert [b.name for b in desired.bots] == ["support"]
-    assert [w.split(": warning: ")[0] for w in desired.warnings] == [
+    assert [w.split(": warning[")[0] for w in desired.warnings] == [
         f"{path}:8:12",
         f"{path}:10:14",
     ]
