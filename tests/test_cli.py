@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from botctl.cli import cli
 from botctl.config.document import json_schema
+from botctl.config.project import project_json_schema
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 
@@ -20,7 +21,8 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
 
 
 @pytest.mark.parametrize(
-    "command", ["validate", "plan", "apply", "drift", "export", "schema", "demo", "unlock"]
+    "command",
+    ["validate", "plan", "apply", "drift", "render", "export", "schema", "demo", "unlock"],
 )
 def test_every_command_has_help(command: str) -> None:
     result = invoke(command, "--help")
@@ -63,6 +65,9 @@ def test_schema_command_prints_the_checked_in_schema() -> None:
     result = invoke("schema")
     assert result.exit_code == 0
     assert json.loads(result.output) == json_schema()
+    project = invoke("schema", "--project")
+    assert project.exit_code == 0
+    assert json.loads(project.output) == project_json_schema()
 
 
 def test_demo_runs_offline_adopts_and_shows_drift() -> None:

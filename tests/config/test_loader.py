@@ -5,6 +5,7 @@ BotSpec; the checked-in examples and JSON Schema."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import yaml
 from botctl import contract
 from botctl.config.document import json_schema
 from botctl.config.interpolate import InterpolationError, Interpolator
-from botctl.config.loader import load_desired
+from botctl.config.loader import load_desired, load_fleet
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import ConfigError, Problem
 from botctl.models import BotSpec, Desired
@@ -658,15 +659,32 @@ def test_botspec_defaults() -> None:
 
 def test_examples_load_cleanly_with_an_empty_environment() -> None:
     desired = load(EXAMPLES)
-    assert len(desired.bots) >= 2
+    assert len(desired.bots) >= 3
     assert desired.warnings == ()
     assert len({b.name for b in desired.bots}) == len(desired.bots)
 
 
+def test_examples_are_a_small_fleet() -> None:
+    """Two accounts, labels, a set shared by two chatbots, a Defaults document that applies."""
+    fleet = load_fleet([EXAMPLES], environ={})
+    assert len({b.spec.api_key_env for b in fleet.bots}) == 2
+    assert all(b.spec.labels for b in fleet.bots)
+    assert sum("customer-account" in b.sets for b in fleet.bots) >= 2
+    assert all(b.defaults == ("production",) for b in fleet.bots)
+    assert (EXAMPLES / "botctl.yaml").is_file()
+
+
+def example_documents() -> list[Path]:
+    """Every configuration file of examples/ (botctl.yaml is the project file)."""
+    return sorted(p for p in EXAMPLES.rglob("*.y*ml") if p.name != "botctl.yaml")
+
+
 def test_examples_point_editors_at_the_schema() -> None:
-    for path in sorted(EXAMPLES.glob("*.y*ml")):
+    assert len(example_documents()) >= 4
+    for path in example_documents():
         first = path.read_text(encoding="utf-8").splitlines()[0]
-        assert first == "# yaml-language-server: $schema=../schemas/botctl.schema.json", path
+        schema = os.path.relpath(SCHEMA, path.parent)
+        assert first == f"# yaml-language-server: $schema={schema}", path
 
 
 def test_checked_in_schema_is_current() -> None:
@@ -688,7 +706,7 @@ def test_examples_validate_against_the_schema() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     documents = [
         doc
-        for path in sorted(EXAMPLES.glob("*.y*ml"))
+        for path in example_documents()
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
         if doc is not None
     ]

@@ -24,10 +24,17 @@ BOTCTL_DEFAULT = "botctl default"
 _ALIGN_MAX = 56  # annotations line up at this column at most, so long values do not push them
 
 
+class _IndentedDumper(BlockStringDumper):
+    """Lists indented under their key, as the examples write them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
 def _dump(value: Any, *, flow: bool = False) -> list[str]:
     text = yaml.dump(
         value,
-        Dumper=BlockStringDumper,
+        Dumper=_IndentedDumper,
         sort_keys=False,
         allow_unicode=True,
         width=1_000_000,
@@ -75,7 +82,7 @@ class _Document:
         out = []
         for text, note in self.lines:
             if note:
-                text = f"{text.ljust(column - 1) if len(text) < column else text} # {note}"
+                text = f"{text.ljust(max(column, len(text) + 2))}# {note}"
             out.append(text)
         return "\n".join(out) + "\n"
 

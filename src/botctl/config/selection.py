@@ -94,10 +94,10 @@ class _Parser:
             return True
         return False
 
-    def word(self, pattern: re.Pattern[str], what: str) -> str:
+    def word(self, pattern: re.Pattern[str], what: str, *, empty: bool = False) -> str:
         self.skip_spaces()
         match = pattern.match(self.text, self.pos)
-        if match is None or (not match.group() and what == "a label key"):
+        if match is None or not (match.group() or empty):
             raise self.fail(what)
         self.pos = match.end()
         return match.group()
@@ -127,10 +127,13 @@ class _Parser:
         if self.take("!"):
             return Requirement(self.word(_KEY, "a label key"), "!exists")
         key = self.word(_KEY, "a label key")
+        # key= and key!= compare with an empty value, as in kubectl; a list takes no empty one.
         if self.take("!="):
-            return Requirement(key, "!=", frozenset([self.word(_VALUE, "a label value")]))
+            value = self.word(_VALUE, "a label value", empty=True)
+            return Requirement(key, "!=", frozenset([value]))
         if self.take("==") or self.take("="):
-            return Requirement(key, "=", frozenset([self.word(_VALUE, "a label value")]))
+            value = self.word(_VALUE, "a label value", empty=True)
+            return Requirement(key, "=", frozenset([value]))
         operator = self.keyword()
         if operator is None:
             self.skip_spaces()
