@@ -361,10 +361,28 @@ def test_selection_on_plan_apply_and_drift(labelled: Bench) -> None:
     assert {w["body"]["chatbotId"] for w in bench.writes()} == {"id-sales-eu"}
     assert bots_in_plan(bench) == {"support-eu", "support-us"}
 
-    drift = bench.run("drift", "--format", "json", "-l", "team=sales", str(bench.config_dir))
-    assert drift.exit_code == 0, drift.output  # the applied one is in sync
-    pending = bench.run("drift", "--format", "json", "-l", "team=support", str(bench.config_dir))
-    assert pending.exit_code == 2
+    assert bench.run("apply", "--auto-approve", str(bench.config_dir)).exit_code == 0
+    bench.admin("PATCH", "/chatbots/id-support-eu", {"settings": {"name": "Edited"}})
+    outside = bench.run("drift", "-l", "team=sales", str(bench.config_dir))
+    assert outside.exit_code == 0, outside.output  # the edited chatbot is not selected
+    caught = bench.run("drift", "--format", "json", "-l", "region=eu", str(bench.config_dir))
+    assert caught.exit_code == 2, caught.output
+    assert bots_named(json.loads(caught.stdout)) == {"support-eu"}
+    refreshed = bench.run(
+        "refresh", "--state", str(bench.state_path), "-l", "region=eu", str(bench.config_dir)
+    )
+    assert refreshed.exit_code == 0, refreshed.output
+    assert refreshed.stdout.startswith("Refreshed 2 chatbot(s)")
+
+
+def bots_named(value: Any) -> set[str]:
+    """Every "bot" a JSON report names, at any depth."""
+    if isinstance(value, dict):
+        own = {value["bot"]} if isinstance(value.get("bot"), str) else set()
+        return own.union(*(bots_named(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(bots_named(v) for v in value))
+    return set()
 
 
 @pytest.mark.parametrize(
@@ -507,3 +525,36 @@ def test_allow_unknown_models_from_the_project_and_its_override(
     refused = invoke("validate", "--no-allow-unknown-models")
     assert refused.exit_code == 1
     assert "--allow-unknown-models" in refused.stderr
+
+
+def test_the_plans_own_warnings_are_coded_and_silenced_by_run_or_project(
+    labelled: Bench,
+) -> None:
+    bench = labelled
+    bench.write("styled.yaml", bot_yaml("styled", "id-styled", "styles: {theme: dark}"))
+    bench.create_bot("id-styled")
+    shown = bench.run("plan", "--format", "json", "--target", "styled", str(bench.config_dir))
+    assert shown.exit_code == 0, shown.output
+    [warning] = json.loads(shown.stdout)["warnings"]
+    assert warning.startswith("warning[BC302]: styled: styles is sent whole")
+    text = bench.run("plan", "--target", "styled", str(bench.config_dir))
+    assert "\nwarning[BC302]: styled: styles is sent whole" in text.stdout  # said once
+    for flag in ("BC302", "sent-whole"):
+        quiet = bench.run(
+            "plan", "--format", "json", "--disable-warning", flag, str(bench.config_dir)
+        )
+        assert json.loads(quiet.stdout)["warnings"] == []
+    (bench.config_dir / "botctl.yaml").write_text(
+        "apiVersion: botctl/v1\nkind: Project\nlint: {disable: [BC302]}\n"
+    )
+    by_project = bench.run(
+        "drift",
+        "--format",
+        "json",
+        "--config",
+        str(bench.config_dir / "botctl.yaml"),
+        str(bench.config_dir),
+    )
+    assert json.loads(by_project.stdout)["warnings"] == []
+    drift = bench.run("drift", "--format", "json", str(bench.config_dir))
+    assert any("[BC302]" in w for w in json.loads(drift.stdout)["warnings"])

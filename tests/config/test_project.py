@@ -1,4 +1,4 @@
-"""The project file botctl.yaml (botctl.config.project) and the warning codes (config.lint):
+"""The project file botctl.yaml (botctl.config.project) and the warning codes (botctl.lint):
 found by walking up, validated with located errors, paths relative to the file, its
 checked-in JSON Schema."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from botctl.config import lint
+from botctl import lint
 from botctl.config.project import find_project, load_project, project_json_schema
 from botctl.errors import ConfigError
 
@@ -151,3 +151,27 @@ def test_unknown_words_are_returned_with_a_hint() -> None:
     assert codes == {"BC101"}
     assert unknown == ["unknown-modle", "nope"]
     assert "(did you mean 'unknown-model'?)" in lint.unknown_code("unknown-modle")
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("bots/a.yaml:3:5: warning[BC101]: attribute name 'X'", "BC101"),
+        ("bots/a.yaml:3:5: error[BC101]: attribute name 'X'", "BC101"),
+        ("warning[BC302]: support: styles is sent whole", "BC302"),
+        ("bots/a.yaml:3:5: warning: no code", None),
+        ("support: mentions warning[BC999]: inside", None),
+    ],
+)
+def test_the_code_a_formatted_warning_carries(text: str, code: str | None) -> None:
+    assert lint.code_of(text) == code
+
+
+def test_without_disabled_keeps_uncoded_and_enabled_warnings() -> None:
+    warnings = [
+        "a.yaml:1:1: warning[BC101]: x",
+        "warning[BC302]: y",
+        "a.yaml:2:1: warning: z",
+    ]
+    assert lint.without_disabled(warnings, frozenset({"BC302"})) == (warnings[0], warnings[2])
+    assert lint.without_disabled(warnings, frozenset()) == tuple(warnings)

@@ -18,8 +18,8 @@ from botctl.cli.options import (
     service_options,
     workspace,
 )
-from botctl.config.lint import READ_BACK
 from botctl.errors import EXIT_ERROR, EXIT_OK
+from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
     from botctl.plan import Plan

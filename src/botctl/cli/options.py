@@ -88,7 +88,7 @@ def _selectors(
 def _warning_codes(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 ) -> frozenset[str]:
-    from botctl.config import lint
+    from botctl import lint
 
     words = [w.strip() for text in value for w in text.split(",") if w.strip()]
     codes, unknown = lint.codes_of(words)

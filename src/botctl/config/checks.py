@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from botctl import contract
-from botctl.config import lint
+from botctl import contract, lint
 from botctl.config.messages import did_you_mean
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import Path as NodePath

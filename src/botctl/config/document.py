@@ -16,8 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from botctl import contract
-from botctl.config import lint
+from botctl import contract, lint
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from botctl.config import lint
+from botctl import lint
 from botctl.config.document import code_items
 from botctl.config.interpolate import Interpolator, interpolate_tree
 from botctl.config.messages import located_errors

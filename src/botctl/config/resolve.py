@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from botctl.config import lint
+from botctl import lint
 from botctl.config.checks import check_attributes, check_match_expressions, check_model
 from botctl.config.document import (
     KINDS,

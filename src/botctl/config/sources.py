@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from botctl.config import lint
+from botctl import lint
 from botctl.config.yamlnodes import LocatedDocument
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import Problem

@@ -4,11 +4,17 @@ to be harmless (``spec.lint.disable`` in a document, ``lint.disable`` in botctl.
 
 A code is written as its number (``BC101``) or its name (``attribute-name-style``); both are
 accepted wherever codes are. The README's "Warning codes" table lists the same entries.
+
+A bottom layer (plain data, no imports of botctl) so that every layer that warns can name its
+code: the configuration (BC1xx, BC2xx), the plan's resources and the apply (BC3xx). A warning
+travels as text that carries its code (``warning[BC302]: ...``), which is what
+``without_disabled`` silences by.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -50,6 +56,20 @@ READ_BACK = WarningCode(
     "read-back failed",
 )
 
+SENT_WHOLE = WarningCode(
+    "BC302",
+    "sent-whole",
+    "a nested object (styles, collectCustomerInformation) is sent whole while the values of "
+    "sub-fields the configuration does not declare cannot be read: the service may reset them",
+)
+
+READ_REFUSED = WarningCode(
+    "BC303",
+    "read-refused",
+    "the service refused a read (HTTP 405 or 501): what it would have shown is compared with "
+    "what botctl last applied instead",
+)
+
 CODES: tuple[WarningCode, ...] = (
     ATTRIBUTE_NAME_STYLE,
     UNKNOWN_MODEL,
@@ -57,6 +77,8 @@ CODES: tuple[WarningCode, ...] = (
     UNUSED_SET,
     UNMATCHED_DEFAULTS,
     READ_BACK,
+    SENT_WHOLE,
+    READ_REFUSED,
 )
 _BY_WORD = {word: c for c in CODES for word in (c.code, c.name)}
 
@@ -85,3 +107,22 @@ def codes_of(words: Iterable[str]) -> tuple[frozenset[str], list[str]]:
         else:
             codes.add(found.code)
     return frozenset(codes), unknown
+
+
+def coded(code: WarningCode, message: str) -> str:
+    """A warning that is not about a place in the configuration, as every output shows it."""
+    return f"warning[{code.code}]: {message}"
+
+
+_CODE_IN_TEXT = re.compile(r"(?:^|: )(?:warning|error)\[(BC\d{3})\]: ")
+
+
+def code_of(text: str) -> str | None:
+    """The code a formatted warning carries, if any."""
+    match = _CODE_IN_TEXT.search(text)
+    return match[1] if match else None
+
+
+def without_disabled(warnings: Iterable[str], disabled: frozenset[str]) -> tuple[str, ...]:
+    """The formatted warnings whose code is not silenced."""
+    return tuple(w for w in warnings if code_of(w) not in disabled)
