@@ -74,6 +74,7 @@ DEFAULTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {
             "settings": {"temp": 0.1},
             "attributeSets": ["crm-core"],
+            "ignoreAttributes": ["legacy"],
             "safety": {"maxArchivePercent": 50},
         },
     ),
@@ -110,6 +111,8 @@ def own_spec(i: int) -> dict[str, Any]:
         ]
     if i % 11 == 0:
         spec["prune"] = False
+    if i % 13 == 0:
+        spec["ignoreAttributes"] = ["legacy", f"tmp_{i}_*"]
     return spec
 
 
@@ -134,12 +137,18 @@ def expanded(i: int) -> dict[str, Any]:
     labels, own = labels_of(i), own_spec(i)
     spec: dict[str, Any] = {}
     sets: list[str] = []
+    ignored: list[str] = []
+    added = ("attributeSets", "ignoreAttributes", "customAttributes")  # not merged: added up
     for _, selector, given in DEFAULTS:
         if matches(selector, labels):
-            merge(spec, {k: v for k, v in given.items() if k != "attributeSets"})
+            merge(spec, {k: v for k, v in given.items() if k not in added})
             sets += given.get("attributeSets", [])
-    merge(spec, {k: v for k, v in own.items() if k not in ("attributeSets", "customAttributes")})
+            ignored += given.get("ignoreAttributes", [])
+    merge(spec, {k: v for k, v in own.items() if k not in added})
     sets += own.get("attributeSets", [])
+    ignored += own.get("ignoreAttributes", [])
+    if ignored:
+        spec["ignoreAttributes"] = list(dict.fromkeys(ignored))
     own_attributes = own.get("customAttributes", [])
     own_names = {a["name"] for a in own_attributes}
     attributes = [
@@ -233,6 +242,8 @@ def test_forty_bots_sharing_sets_and_defaults_send_what_the_expanded_yaml_sends(
     expanded_plan, expanded_log, expanded_world = outcomes["expanded"]
     assert fleet_plan["changes"] == expanded_plan["changes"]
     assert fleet_plan["summary"] == expanded_plan["summary"]
+    assert fleet_plan["unmanaged"] == expanded_plan["unmanaged"]
+    assert 0 < len(fleet_plan["unmanaged"]) < 40  # "legacy" is ignored where defaults say so
     # Request by request, in order (one chatbot at a time, so the order is deterministic).
     assert len(fleet_log) == len(expanded_log)
     for n, (a, b) in enumerate(zip(fleet_log, expanded_log, strict=True)):

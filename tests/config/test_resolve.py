@@ -179,6 +179,35 @@ def test_prune_and_safety_precedence(
     assert (resolved.prune, resolved.max_archive_percent) == expected
 
 
+@pytest.mark.parametrize(
+    ("layers", "own", "expected"),
+    [
+        ([["crm_*"]], None, ("crm_*",)),
+        ([["crm_*"]], ["legacy"], ("crm_*", "legacy")),
+        (
+            [["crm_*"], ["hubspot_*", "crm_*"]],
+            ["legacy", "hubspot_*"],
+            ("crm_*", "hubspot_*", "legacy"),
+        ),
+        ([], ["legacy"], ("legacy",)),
+    ],
+)
+def test_ignore_attributes_accumulate_each_once(
+    tmp_path: Path, layers: list[list[str]], own: list[str] | None, expected: tuple[str, ...]
+) -> None:
+    docs = [defaults(f"d{i}", ignoreAttributes=patterns) for i, patterns in enumerate(layers)]
+    spec: dict[str, Any] = {"ignoreAttributes": own} if own is not None else {}
+    [resolved] = fleet(tmp_path, *docs, chatbot("a", **spec)).bots
+    assert resolved.spec.ignore_attributes == expected
+    # Each pattern is said to come from the first document that gives it.
+    first = [origin[0].name for origin in resolved.ignore_origins]
+    givers = [f"d{i}" for i, patterns in enumerate(layers) for _ in patterns] + ["a"] * len(
+        own or []
+    )
+    given = [p for patterns in layers for p in patterns] + list(own or [])
+    assert first == [givers[given.index(p)] for p in expected]
+
+
 # --- which chatbots a Defaults document applies to -------------------------------------------
 
 SELECTORS: list[tuple[dict[str, Any], dict[str, str], bool]] = [

@@ -44,11 +44,6 @@ class Source:
         line = self.line(path) if path else self.doc.start[0]
         return f"{self.doc.file}:{line}"
 
-    def describe(self) -> str:
-        """``set crm-core (sets/crm.yaml:3)``, as messages name a document."""
-        kind = {"AttributeSet": "set", "Defaults": "defaults", "Chatbot": "chatbot"}[self.kind]
-        return f"{kind} {self.name} ({self.where()})"
-
 
 @dataclass
 class Findings:
