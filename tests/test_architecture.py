@@ -27,7 +27,7 @@ RANKS: list[set[str]] = [
     {"resources"},
     {"plan"},
     {"sandbox"},  # the service emulator: shares nothing with the client but the contract
-    {"contract", "errors", "values", "defaults", "__init__"},
+    {"contract", "errors", "values", "defaults", "lint", "__init__"},
 ]
 RANK = {unit: i for i, units in enumerate(RANKS) for unit in units}
 

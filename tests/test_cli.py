@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from botctl.cli import cli
 from botctl.config.document import json_schema
+from botctl.config.project import project_json_schema
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 
@@ -20,7 +21,8 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
 
 
 @pytest.mark.parametrize(
-    "command", ["validate", "plan", "apply", "drift", "export", "schema", "demo", "unlock"]
+    "command",
+    ["validate", "plan", "apply", "drift", "render", "export", "schema", "demo", "unlock"],
 )
 def test_every_command_has_help(command: str) -> None:
     result = invoke(command, "--help")
@@ -63,6 +65,9 @@ def test_schema_command_prints_the_checked_in_schema() -> None:
     result = invoke("schema")
     assert result.exit_code == 0
     assert json.loads(result.output) == json_schema()
+    project = invoke("schema", "--project")
+    assert project.exit_code == 0
+    assert json.loads(project.output) == project_json_schema()
 
 
 def test_demo_runs_offline_adopts_and_shows_drift() -> None:
@@ -170,3 +175,50 @@ def test_run_async_never_formats_the_result() -> None:
     result = run_async(make())
     assert isinstance(result, Counted)
     assert Counted.calls == 0
+
+
+# --- where a run's settings come from: flag or environment, botctl.yaml, botctl's default ----
+
+PROJECT_TEXT = (
+    "apiVersion: botctl/v1\nkind: Project\napiUrl: http://project.test/api/v1\n"
+    "state: s/state.json\nparallelism: 3\nrateLimit: 7\nallowUnknownModels: true\n"
+    "maxArchives: 9\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("param", "given", "from_project", "default"),
+    [
+        ("api_url", "http://flag.test/api/v1", "http://project.test/api/v1", None),
+        ("parallelism", 5, 3, 8),
+        ("rate_limit", 2.5, 7, 0.0),
+        ("allow_unknown_models", False, True, False),
+        ("max_archives", 0, 9, 50),
+    ],
+)
+def test_given_beats_the_project_file_which_beats_the_default(
+    tmp_path: Path, param: str, given: Any, from_project: Any, default: Any
+) -> None:
+    from botctl.cli.options import settled
+    from botctl.config.project import load_project
+
+    (tmp_path / "botctl.yaml").write_text(PROJECT_TEXT)
+    project = load_project(tmp_path / "botctl.yaml", {})
+    assert settled({param: given}, project)[param] == given  # even a falsy value given wins
+    assert settled({param: None}, project)[param] == from_project
+    assert settled({param: None}, None)[param] == default
+
+
+def test_the_project_state_is_relative_to_the_project_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botctl.cli.options import settled
+    from botctl.config.project import load_project
+
+    (tmp_path / "botctl.yaml").write_text(PROJECT_TEXT)
+    (tmp_path / "deep").mkdir()
+    monkeypatch.chdir(tmp_path / "deep")
+    project = load_project(tmp_path / "botctl.yaml", {})
+    assert settled({}, project)["state_path"] == Path("../s/state.json")
+    assert settled({"state_path": Path("x.json")}, project)["state_path"] == Path("x.json")
+    assert settled({}, None)["state_path"] == Path(".botctl/state.json")

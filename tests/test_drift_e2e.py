@@ -341,7 +341,9 @@ def test_unreadable_nested_object_warns_once_per_chatbot(bench: Bench) -> None:
     )
     data = bench.plan_json(str(bench.config_dir))
     (warning,) = data["warnings"]
-    assert warning.startswith("support: collectCustomerInformation and styles are sent whole")
+    assert warning.startswith(
+        "warning[BC302]: support: collectCustomerInformation and styles are sent whole"
+    )
 
 
 def test_reassert_heals_a_write_only_setting_edited_in_the_dashboard(bench: Bench) -> None:

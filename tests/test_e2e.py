@@ -428,7 +428,7 @@ def test_unknown_model_opt_out_and_the_services_400(bench: Bench) -> None:
     assert "--allow-unknown-models" in refused.stderr
     result = bench.run("apply", "--auto-approve", "--allow-unknown-models", str(bench.config_dir))
     assert result.exit_code == 1
-    warning = next(line for line in result.stdout.splitlines() if line.startswith("warning: "))
+    warning = next(line for line in result.stdout.splitlines() if ": warning[BC102]: " in line)
     assert "'gpt-9-turbo' is not a known model" in warning
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
     assert failed == [

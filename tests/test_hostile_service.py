@@ -218,10 +218,18 @@ def test_a_read_the_deployment_refuses_falls_back_to_state_with_a_warning(
     run = run_botctl(["plan", "bots", "--state", "state.json"], env=env, cwd=workdir)
     assert run.code == 0, run.output
     assert (
-        "warning: the service answered read chatbot list with HTTP 405 ($BOTCTL_API_KEY): it "
-        "offers no such read, so settings are compared with what botctl last applied"
+        "warning[BC303]: the service answered read chatbot list with HTTP 405 ($BOTCTL_API_KEY): "
+        "it offers no such read, so settings are compared with what botctl last applied"
     ) in run.stdout
     assert 'settings name: (unknown) -> "Support Bot"  (unknown)' in run.stdout
+    # Known and accepted for this deployment: silenced by its code.
+    quiet = run_botctl(
+        ["plan", "bots", "--state", "state.json", "--disable-warning", "read-refused"],
+        env=env,
+        cwd=workdir,
+    )
+    assert quiet.code == 0, quiet.output
+    assert "HTTP 405" not in quiet.stdout
 
 
 def test_the_bounds_come_from_the_environment_too(server: HostileServer, workdir: Path) -> None:

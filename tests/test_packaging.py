@@ -40,11 +40,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_carries_the_examples_as_they_are_in_the_repository(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         packaged = {
-            Path(name).name: archive.read(name)
+            name.removeprefix("botctl/examples/"): archive.read(name)
             for name in archive.namelist()
             if name.startswith("botctl/examples/")
         }
-    in_repository = {p.name: p.read_bytes() for p in (ROOT / "examples").glob("*.yaml")}
+    examples = ROOT / "examples"
+    in_repository = {
+        p.relative_to(examples).as_posix(): p.read_bytes() for p in examples.rglob("*.yaml")
+    }
     assert in_repository
     assert packaged == in_repository
 

@@ -45,9 +45,13 @@ class Problem:
     col: int
     message: str
     severity: Severity = "error"
+    code: str = ""  # a warning's code (BC101...): what lint.disable and --disable-warning name
 
     def __str__(self) -> str:
-        prefix = "" if self.severity == "error" else "warning: "
+        if self.code:  # a coded warning, or one that --strict made an error
+            prefix = f"{self.severity}[{self.code}]: "
+        else:
+            prefix = "" if self.severity == "error" else "warning: "
         return f"{self.file}:{self.line}:{self.col}: {prefix}{self.message}"
 
 

@@ -5,6 +5,7 @@ BotSpec; the checked-in examples and JSON Schema."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import yaml
 from botctl import contract
 from botctl.config.document import json_schema
 from botctl.config.interpolate import InterpolationError, Interpolator
-from botctl.config.loader import load_desired
+from botctl.config.loader import load_desired, load_fleet
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import ConfigError, Problem
 from botctl.models import BotSpec, Desired
@@ -83,7 +84,13 @@ ERRORS = [
     ("unknown_key", 7, 3, "unknown key 'setings' (did you mean 'settings'?)"),
     ("unknown_key_nested", 10, 7, "unknown key 'buttonColour' (did you mean 'buttonColor'?)"),
     ("wrong_api_version", 1, 13, "apiVersion: must be one of 'botctl/v1', got \"botctl/v2\""),
-    ("wrong_kind", 2, 7, "kind: must be one of 'Chatbot', got \"ChatBot\""),
+    (
+        "wrong_kind",
+        2,
+        7,
+        "kind: must be one of 'Chatbot', 'AttributeSet' or 'Defaults', got \"ChatBot\" "
+        "(did you mean 'Chatbot'?)",
+    ),
     ("missing_spec", 1, 1, "missing required key 'spec'"),
     ("missing_chatbot_id", 6, 3, "missing required key 'chatbotId'"),
     ("temp_too_high", 9, 11, "temp: must be at most 1"),
@@ -462,7 +469,7 @@ def test_unknown_model_opt_out_warns_and_loads() -> None:
     desired = load(path, allow_unknown_models=True)
     assert [b.settings.model for b in desired.bots] == ["gpt-5-mni"]
     assert desired.warnings == (
-        f"{path}:8:12: warning: model: 'gpt-5-mni' is not a known model "
+        f"{path}:8:12: warning[BC102]: model: 'gpt-5-mni' is not a known model "
         "(did you mean 'gpt-5-mini'?)",
     )
 
@@ -484,7 +491,7 @@ def test_attribute_name_valid_by_contract_but_not_the_strict_guide_warns() -> No
     desired = load(path)
     assert [a.name for a in desired.bots[0].attributes] == ["plan_tier", "Plan-Tier"]
     [warning] = desired.warnings
-    assert warning.startswith(f"{path}:9:14: warning: attribute name 'Plan-Tier': ")
+    assert warning.startswith(f"{path}:9:14: warning[BC101]: attribute name 'Plan-Tier': ")
     assert "lowercase" in warning
 
 
@@ -492,7 +499,7 @@ def test_warnings_do_not_block() -> None:
     path = FIXTURES / "warnings_only.yaml"
     desired = load(path, allow_unknown_models=True)
     assert [b.name for b in desired.bots] == ["support"]
-    assert [w.split(": warning: ")[0] for w in desired.warnings] == [
+    assert [w.split(": warning[")[0] for w in desired.warnings] == [
         f"{path}:8:12",
         f"{path}:10:14",
     ]
@@ -652,15 +659,32 @@ def test_botspec_defaults() -> None:
 
 def test_examples_load_cleanly_with_an_empty_environment() -> None:
     desired = load(EXAMPLES)
-    assert len(desired.bots) >= 2
+    assert len(desired.bots) >= 3
     assert desired.warnings == ()
     assert len({b.name for b in desired.bots}) == len(desired.bots)
 
 
+def test_examples_are_a_small_fleet() -> None:
+    """Two accounts, labels, a set shared by two chatbots, a Defaults document that applies."""
+    fleet = load_fleet([EXAMPLES], environ={})
+    assert len({b.spec.api_key_env for b in fleet.bots}) == 2
+    assert all(b.spec.labels for b in fleet.bots)
+    assert sum("customer-account" in b.sets for b in fleet.bots) >= 2
+    assert all(b.defaults == ("production",) for b in fleet.bots)
+    assert (EXAMPLES / "botctl.yaml").is_file()
+
+
+def example_documents() -> list[Path]:
+    """Every configuration file of examples/ (botctl.yaml is the project file)."""
+    return sorted(p for p in EXAMPLES.rglob("*.y*ml") if p.name != "botctl.yaml")
+
+
 def test_examples_point_editors_at_the_schema() -> None:
-    for path in sorted(EXAMPLES.glob("*.y*ml")):
+    assert len(example_documents()) >= 4
+    for path in example_documents():
         first = path.read_text(encoding="utf-8").splitlines()[0]
-        assert first == "# yaml-language-server: $schema=../schemas/botctl.schema.json", path
+        schema = os.path.relpath(SCHEMA, path.parent)
+        assert first == f"# yaml-language-server: $schema={schema}", path
 
 
 def test_checked_in_schema_is_current() -> None:
@@ -682,7 +706,7 @@ def test_examples_validate_against_the_schema() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     documents = [
         doc
-        for path in sorted(EXAMPLES.glob("*.y*ml"))
+        for path in example_documents()
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
         if doc is not None
     ]

@@ -135,7 +135,7 @@ def load_cases(folder: Path = HERE / "documents") -> list[tuple[str, DocumentCas
 
 # -- the validator: botctl's own loader, as `botctl validate` runs it ----------------------
 
-_WARNING = re.compile(r"^.*:(\d+):\d+: warning: (.*)$", re.DOTALL)
+_WARNING = re.compile(r"^.*:(\d+):\d+: warning(?:\[BC\d+\])?: (.*)$", re.DOTALL)  # coded (README)
 
 
 def run_validator(case: DocumentCase) -> Finding:

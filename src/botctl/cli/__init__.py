@@ -22,6 +22,7 @@ from botctl.cli.drift import drift
 from botctl.cli.export import export
 from botctl.cli.plan import plan
 from botctl.cli.refresh import refresh
+from botctl.cli.render_cmd import render
 from botctl.cli.schema import schema
 from botctl.cli.state import state
 from botctl.cli.unlock import unlock
@@ -70,6 +71,7 @@ for _command in (
     apply,
     drift,
     refresh,
+    render,
     export,
     schema,
     demo,

@@ -10,24 +10,23 @@ import click
 
 from botctl.cli.console import Progress, colour_enabled, err, run_async
 from botctl.cli.options import (
-    ALLOW_UNKNOWN_MODELS,
     LOCK_TIMEOUT,
-    PATHS,
     REASSERT,
-    TARGETS,
+    config_options,
     no_state_notice,
     safety_options,
     service_options,
     workspace,
 )
 from botctl.errors import EXIT_ERROR, EXIT_OK
+from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
     from botctl.plan import Plan
 
 
 @click.command()
-@PATHS
+@config_options
 @click.option(
     "--plan",
     "plan_file",
@@ -42,8 +41,6 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Apply the other chatbots when some are missing from the service (still exit 1).",
 )
-@ALLOW_UNKNOWN_MODELS
-@TARGETS
 @service_options
 @safety_options
 def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
@@ -68,9 +65,10 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
 
     saved = None
     if plan_file is not None:
-        if params.get("paths") or params.get("targets"):
+        if any(params.get(p) for p in ("paths", "targets", "selector", "excludes")):
             raise click.UsageError(
-                "apply --plan takes no PATH or --target: the plan is applied as reviewed"
+                "apply --plan takes no PATH, --target, -l or --exclude: the plan is applied "
+                "as reviewed"
             )
         saved = read_plan_file(plan_file)
         params["paths"] = (plan_file,)
@@ -110,8 +108,9 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         return EXIT_OK
     progress.finish()
     report = outcome.report
-    for note in outcome.not_taken:
-        err(f"warning: {note}")
+    if READ_BACK.code not in ws.disabled_warnings:
+        for note in outcome.not_taken:
+            err(f"warning[{READ_BACK.code}]: {note}")
     click.echo(
         f"\nApply {'complete' if report.ok else 'incomplete'}: {report.count('applied')} "
         f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "

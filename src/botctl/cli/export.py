@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
 from botctl.cli.console import err, run_async
-from botctl.cli.options import LOCK_TIMEOUT, STATE, request_bounds
+from botctl.cli.options import (
+    API_URL,
+    CONFIG,
+    LOCK_TIMEOUT,
+    STATE,
+    project,
+    request_bounds,
+    settled,
+)
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import EXIT_OK
 
@@ -28,12 +37,8 @@ from botctl.errors import EXIT_OK
     metavar="NAME",
     help="Environment variable holding the account's API key.",
 )
-@click.option(
-    "--api-url",
-    envvar="BOTCTL_API_URL",
-    metavar="URL",
-    help="Service base URL ending in /api/v1 [env BOTCTL_API_URL].",
-)
+@API_URL
+@CONFIG
 @click.option("--sandbox", is_flag=True, help="Export from the embedded sandbox.")
 @STATE
 @LOCK_TIMEOUT
@@ -43,12 +48,11 @@ def export(
     export_all: bool,
     out: Path | None,
     api_key_env: str,
-    api_url: str | None,
     sandbox: bool,
-    state_path: str,
     lock_timeout: float,
     request_timeout: float,
     max_response_bytes: int,
+    **params: Any,
 ) -> int:
     """Write YAML for existing chatbots from what the service lets botctl read: adoption.
 
@@ -68,8 +72,10 @@ def export(
 
     if bool(chatbot_ids) == export_all:
         raise click.UsageError("give CHATBOT_ID... or --all (not both)")
+    params = settled(params, project(params))  # --api-url, --state or botctl.yaml's
+    state_path = params["state_path"]
     options = ServiceOptions(
-        api_url=api_url,
+        api_url=params["api_url"],
         sandbox=sandbox,
         timeout=request_timeout,
         max_response_bytes=max_response_bytes,

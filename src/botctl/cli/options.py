@@ -1,14 +1,22 @@
 """Command-line options shared by several commands, each defined once, and the Workspace
 they build. Light to import: defaults come from ``botctl.defaults``, and everything else is
-imported when a command runs."""
+imported when a command runs.
+
+Where a run's settings come from, first found wins: the flag, its environment variable, the
+project file (botctl.yaml, ``config.project``), botctl's default. The options botctl.yaml can
+set are listed once, in ``FROM_PROJECT``; their click defaults are None so that "not given"
+can be told from "given the default".
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 from click.shell_completion import CompletionItem
@@ -23,6 +31,8 @@ from botctl.defaults import (
 )
 
 if TYPE_CHECKING:
+    from botctl.config.project import Project
+    from botctl.config.selection import Requirement, Selection
     from botctl.pipeline.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,13 +51,78 @@ def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+@dataclass(frozen=True)
+class FromProject:
+    """An option botctl.yaml may set: the click parameter, the file's field, botctl's default."""
+
+    param: str
+    field: str
+    default: Any
+
+
+FROM_PROJECT = (
+    FromProject("api_url", "apiUrl", None),
+    FromProject("state_path", "state", DEFAULT_STATE_PATH),
+    FromProject("parallelism", "parallelism", DEFAULT_PARALLELISM),
+    FromProject("rate_limit", "rateLimit", 0.0),
+    FromProject("allow_unknown_models", "allowUnknownModels", False),
+    FromProject("max_archives", "maxArchives", DEFAULT_MAX_ARCHIVES),
+)
+_PROJECT_NOTE = "or botctl.yaml's"
+
+
+def _selectors(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[Requirement, ...]:
+    """-l/--selector values parsed as they are given, so a typo is a usage error at once."""
+    if not value:
+        return ()
+    from botctl.config.selection import SelectorError, parse_selector
+
+    try:
+        return tuple(r for text in value for r in parse_selector(text))
+    except SelectorError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _warning_codes(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> frozenset[str]:
+    from botctl import lint
+
+    words = [w.strip() for text in value for w in text.split(",") if w.strip()]
+    codes, unknown = lint.codes_of(words)
+    if unknown:
+        raise click.BadParameter(lint.unknown_code(unknown[0]), ctx=ctx, param=param)
+    return codes
+
+
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="BOTCTL_CONFIG",
+    metavar="FILE",
+    help="Project file [env BOTCTL_CONFIG; default: botctl.yaml in the working directory or "
+    "the nearest parent that has one].",
+)
 ALLOW_UNKNOWN_MODELS = click.option(
-    "--allow-unknown-models",
-    is_flag=True,
+    "--allow-unknown-models/--no-allow-unknown-models",
+    default=None,
     envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
     help="Accept a settings model missing from botctl's list (a warning, not an "
-    "error): for models the service released after this botctl.",
+    "error): for models the service released after this botctl [env "
+    f"BOTCTL_ALLOW_UNKNOWN_MODELS; default: no, {_PROJECT_NOTE} allowUnknownModels].",
+)
+DISABLE_WARNING = click.option(
+    "--disable-warning",
+    "disabled_warnings",
+    multiple=True,
+    metavar="CODE",
+    callback=_warning_codes,
+    help="Do not report this warning (BC101 or attribute-name-style; repeatable or "
+    "comma-separated); README lists the codes.",
 )
 
 
@@ -73,26 +148,43 @@ TARGETS = click.option(
     "--target",
     "targets",
     multiple=True,
-    metavar="NAME",
+    metavar="NAME|GLOB",
     shell_complete=complete_targets,
-    help="Only the chatbot with this metadata.name (repeatable).",
+    help="Only the chatbots whose metadata.name matches (shell-style '*', '?'; repeatable).",
+)
+SELECTOR = click.option(
+    "-l",
+    "--selector",
+    "selector",
+    multiple=True,
+    metavar="SELECTOR",
+    callback=_selectors,
+    help="Only the chatbots whose labels match, kubectl's syntax: 'team=support,tier!=free', "
+    "'env in (prod,staging)', 'beta', '!legacy'.",
+)
+EXCLUDES = click.option(
+    "--exclude",
+    "excludes",
+    multiple=True,
+    metavar="NAME|GLOB",
+    help="Leave out the chatbots whose metadata.name matches (repeatable).",
 )
 STATE = click.option(
     "--state",
     "state_path",
     metavar="PATH|URL",
     envvar="BOTCTL_STATE",
-    default=str(DEFAULT_STATE_PATH),
-    show_default=True,
     help="Where the state (what botctl last applied) lives: a file path, "
-    "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE].",
+    "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE; default: "
+    f"{DEFAULT_STATE_PATH}, {_PROJECT_NOTE} state].",
 )
-LOCK_TIMEOUT = click.option(
-    "--lock-timeout",
-    type=click.FloatRange(0),
-    default=0.0,
-    metavar="SECONDS",
-    help="Wait this long for another run's state lock (default: fail at once).",
+API_URL = click.option(
+    "--api-url",
+    envvar="BOTCTL_API_URL",
+    metavar="URL",
+    help="Service base URL ending in /api/v1 [env BOTCTL_API_URL; default: "
+    f"{_PROJECT_NOTE} apiUrl]. Keys come from BOTCTL_API_KEY or each document's apiKeyEnv, "
+    "never from the command line.",
 )
 FORMAT = click.option(
     "--format",
@@ -127,7 +219,13 @@ REASSERT = click.option(
     "dashboard edit of it is invisible), folded into the one settings request per chatbot; "
     "listed apart as `reassert` [env BOTCTL_REASSERT].",
 )
-
+LOCK_TIMEOUT = click.option(
+    "--lock-timeout",
+    type=click.FloatRange(0),
+    default=0.0,
+    metavar="SECONDS",
+    help="Wait this long for another run's state lock (default: fail at once).",
+)
 
 _SIZE = re.compile(r"\s*(\d+)\s*(?:([kmg])(?:i?b)?|b)?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -171,15 +269,10 @@ MAX_RESPONSE_BYTES = click.option(
 )
 request_bounds = stack(REQUEST_TIMEOUT, MAX_RESPONSE_BYTES)
 
-config_options = stack(PATHS, ALLOW_UNKNOWN_MODELS, TARGETS)
+selection_options = stack(TARGETS, SELECTOR, EXCLUDES)
+config_options = stack(PATHS, CONFIG, ALLOW_UNKNOWN_MODELS, DISABLE_WARNING, selection_options)
 service_options = stack(
-    click.option(
-        "--api-url",
-        envvar="BOTCTL_API_URL",
-        metavar="URL",
-        help="Service base URL ending in /api/v1 [env BOTCTL_API_URL]. Keys come from "
-        "BOTCTL_API_KEY or each document's apiKeyEnv, never from the command line.",
-    ),
+    API_URL,
     click.option(
         "--sandbox",
         is_flag=True,
@@ -198,16 +291,15 @@ service_options = stack(
     click.option(
         "--parallelism",
         type=click.IntRange(1, 64),
-        default=DEFAULT_PARALLELISM,
-        show_default=True,
-        help="Chatbots processed at once.",
+        help=f"Chatbots processed at once [default: {DEFAULT_PARALLELISM}, {_PROJECT_NOTE} "
+        "parallelism].",
     ),
     click.option(
         "--rate-limit",
         type=click.FloatRange(0),
-        default=0.0,
         metavar="N",
-        help="Client-side pace: at most N requests per second per API key (0 = off).",
+        help="Client-side pace: at most N requests per second per API key [default: 0 = off, "
+        f"{_PROJECT_NOTE} rateLimit].",
     ),
     click.option("--debug", is_flag=True, help="Trace HTTP requests to stderr (key masked)."),
 )
@@ -221,10 +313,9 @@ safety_options = stack(
     click.option(
         "--max-archives",
         type=click.IntRange(0),
-        default=DEFAULT_MAX_ARCHIVES,
-        show_default=True,
         envvar="BOTCTL_MAX_ARCHIVES",
-        help="Most attributes one run may archive across all chatbots.",
+        help="Most attributes one run may archive across all chatbots [env "
+        f"BOTCTL_MAX_ARCHIVES; default: {DEFAULT_MAX_ARCHIVES}, {_PROJECT_NOTE} maxArchives].",
     ),
 )
 
@@ -236,40 +327,99 @@ def no_state_notice(state: str | os.PathLike[str]) -> str:
     return f"no state at {describe(state)}: starting fresh"
 
 
+def project(params: dict[str, Any]) -> Project | None:
+    """The project file: --config / BOTCTL_CONFIG, else the nearest botctl.yaml."""
+    from botctl.config.project import find_project, load_project
+    from botctl.errors import BotctlError
+
+    file = params.get("config_file")
+    if file is not None and not file.is_file():
+        raise BotctlError(f"--config {file}: no such file")
+    file = file or find_project(Path.cwd())
+    return load_project(file, os.environ) if file is not None else None
+
+
+def settled(params: dict[str, Any], found: Project | None) -> dict[str, Any]:
+    """``params`` with every option of ``FROM_PROJECT`` that was not given taken from the
+    project file, else from botctl's defaults."""
+    out = dict(params)
+    for option in FROM_PROJECT:
+        if out.get(option.param) is not None:
+            continue
+        value = found.value(option.field) if found is not None else None
+        out[option.param] = option.default if value is None else value
+    return out
+
+
+def state_option(func: F) -> F:
+    """``--state`` and ``--config`` for a command that needs only the state's location: it is
+    called with ``state_path`` settled (the flag, BOTCTL_STATE, botctl.yaml's state, or the
+    default) and without ``config_file``."""
+
+    @functools.wraps(func)
+    def settle(*args: Any, **kwargs: Any) -> Any:
+        given = {"state_path": kwargs.get("state_path"), "config_file": kwargs.pop("config_file")}
+        kwargs["state_path"] = os.fspath(settled(given, project(given))["state_path"])
+        return func(*args, **kwargs)
+
+    return stack(STATE, CONFIG)(cast(F, settle))
+
+
+def selection(params: dict[str, Any]) -> Selection:
+    from botctl.config.selection import Selection
+
+    return Selection(
+        targets=tuple(params.get("targets") or ()),
+        selector=tuple(params.get("selector") or ()),
+        excludes=tuple(params.get("excludes") or ()),
+    )
+
+
 def workspace(params: dict[str, Any]) -> Workspace:
-    """The run's configuration from the options of the command."""
+    """The run's configuration from the options of the command and the project file."""
     from botctl.pipeline.workspace import Workspace
     from botctl.reconcile.safety import SafetyPolicy
     from botctl.service.options import ServiceOptions
 
-    if not params.get("paths"):
+    found = project(params)
+    params = settled(params, found)
+    paths = params.get("paths") or (found.paths if found is not None else ())
+    if not paths:
+        where = (
+            f"{found.file} has no paths"
+            if found is not None
+            else "no botctl.yaml names them (see README, Project file)"
+        )
         raise click.UsageError(
             "give the configuration: one or more YAML files or directories, e.g. "
-            "`botctl plan bots/`"
+            f"`botctl plan bots/` ({where})"
         )
     secrets: set[str] = set()
     # The client redacts the keys and these secrets (every escaped form) from each line.
     trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
+    disabled = params.get("disabled_warnings") or frozenset()
     return Workspace(
         secrets=secrets,
-        paths=params["paths"],
+        paths=paths,
         environ=os.environ,
-        state_path=params.get("state_path") or DEFAULT_STATE_PATH,
+        state_path=params["state_path"],
         service=ServiceOptions(
-            api_url=params.get("api_url"),
+            api_url=params["api_url"],
             sandbox=bool(params.get("sandbox")),
-            rate_limit=params.get("rate_limit") or 0.0,
+            rate_limit=params["rate_limit"],
             timeout=params.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT,
             max_response_bytes=params.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES,
             no_reads=bool(params.get("no_reads")),
             trace=trace,
             secrets=secrets,
         ),
-        targets=tuple(params.get("targets") or ()),
-        allow_unknown_models=bool(params.get("allow_unknown_models")),
-        parallelism=params.get("parallelism") or DEFAULT_PARALLELISM,
+        selection=selection(params),
+        allow_unknown_models=bool(params["allow_unknown_models"]),
+        disabled_warnings=disabled | (found.disabled_warnings if found else frozenset()),
+        strict=bool(params.get("strict")),
+        parallelism=params["parallelism"],
         lock_timeout=params.get("lock_timeout") or 0.0,
-        policy=SafetyPolicy(max_archives=params.get("max_archives", DEFAULT_MAX_ARCHIVES)),
+        policy=SafetyPolicy(max_archives=params["max_archives"]),
         force=bool(params.get("force")),
         reassert=bool(params.get("reassert")),
         skip_missing=bool(params.get("skip_missing")),

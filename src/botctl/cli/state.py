@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from botctl.cli.console import err
-from botctl.cli.options import LOCK_TIMEOUT, STATE
+from botctl.cli.options import LOCK_TIMEOUT, state_option
 from botctl.errors import EXIT_OK, StateError
 
 FORCE = click.option(
@@ -33,7 +33,7 @@ def state() -> None:
 
 
 @state.command()
-@STATE
+@state_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def show(state_path: str, fmt: str) -> int:
     """Summarise the state: lineage, serial, chatbots, where it lives, who holds its lock."""
@@ -73,7 +73,7 @@ def show(state_path: str, fmt: str) -> int:
 
 
 @state.command()
-@STATE
+@state_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -98,7 +98,7 @@ def pull(state_path: str, out: Path | None) -> int:
 
 @state.command()
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-@STATE
+@state_option
 @FORCE
 @LOCK_TIMEOUT
 def push(file: Any, state_path: str, force: bool, lock_timeout: float) -> int:
@@ -127,7 +127,7 @@ def push(file: Any, state_path: str, force: bool, lock_timeout: float) -> int:
 
 
 @state.command()
-@STATE
+@state_option
 @click.option("--to", "target", required=True, metavar="PATH|URL", help="Where to copy it.")
 @FORCE
 @LOCK_TIMEOUT

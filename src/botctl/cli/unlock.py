@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from botctl.cli.options import STATE
+from botctl.cli.options import state_option
 from botctl.errors import EXIT_OK
 
 
 @click.command()
-@STATE
+@state_option
 @click.option(
     "--force",
     is_flag=True,

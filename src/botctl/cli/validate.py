@@ -15,11 +15,14 @@ from botctl.errors import EXIT_OK
 @click.command()
 @config_options
 @VALIDATE_FORMAT
+@click.option("--strict", is_flag=True, help="Warnings are errors (exit 1).")
 def validate(fmt: str, **params: Any) -> int:
     """Check the configuration offline (never contacts the service).
 
     Reports every problem at once, each as file:line:col (--format github: as annotations on
-    those lines). Exit 0 when valid, 1 otherwise.
+    those lines). Exit 0 when valid, 1 otherwise. Warnings carry a code (BC101...) to silence
+    them with: a document's spec.lint.disable, botctl.yaml's lint.disable, or
+    --disable-warning.
     """
     from botctl.pipeline.workspace import load
 

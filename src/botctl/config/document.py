@@ -1,13 +1,22 @@
-"""The document format (one chatbot per YAML document) as pydantic models: the single source
-of both validation and the published JSON Schema."""
+"""The document formats as pydantic models: the single source of both validation and the
+published JSON Schema.
+
+Three kinds of document (README "Configuration format"):
+
+- ``Chatbot``: one chatbot, as desired;
+- ``AttributeSet``: custom attributes shared by the chatbots that include it
+  (``spec.attributeSets``);
+- ``Defaults``: values applied to every chatbot its label selector matches; the chatbot's own
+  values win (``config.resolve``).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from botctl import contract
+from botctl import contract, lint
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
@@ -15,6 +24,10 @@ from botctl.resources.settings import ChatbotSettings
 # `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
 HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$(?!\n)"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$(?!\n)"
+KINDS = ("Chatbot", "AttributeSet", "Defaults")
+
+Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN)]
+IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
 
 
 class _Strict(BaseModel):
@@ -24,16 +37,28 @@ class _Strict(BaseModel):
 
 
 class Metadata(_Strict):
-    name: Annotated[str, StringConstraints(pattern=HANDLE_PATTERN)] = Field(
-        description="The chatbot's handle in plans, state and --target; unique in the repo."
+    name: Handle = Field(
+        description="The document's handle (for a chatbot: in plans, state and --target); "
+        "unique among the documents of its kind."
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Free-form labels; Defaults selectors and -l/--selector match a chatbot's.",
+    )
 
 
 class Safety(_Strict):
     maxArchivePercent: Annotated[float, Field(ge=0, le=100)] | None = Field(
         default=None,
         description="Most of this chatbot's active attributes one run may archive (default 30).",
+    )
+
+
+class Lint(_Strict):
+    disable: tuple[str, ...] = Field(
+        default=(),
+        description="Warning codes (BC101) or names (attribute-name-style) not to report for "
+        "this document.",
     )
 
 
@@ -49,20 +74,28 @@ class Spec(_Strict):
         default_factory=ChatbotSettings,
         description="Any subset of the writable settings; omitted fields are not managed.",
     )
+    attributeSets: tuple[Handle, ...] = Field(
+        default=(),
+        description="AttributeSet documents whose customAttributes this chatbot declares too.",
+    )
     customAttributes: tuple[CustomAttribute, ...] = Field(
-        default=(), description="Custom contact attributes of the chatbot."
+        default=(),
+        description="Custom contact attributes of the chatbot; a name also in an included set "
+        "replaces the set's declaration.",
     )
     prune: bool = Field(
         default=False,
         description="Archive live attributes that botctl never managed and this document "
         "does not declare.",
     )
-    ignoreAttributes: tuple[Annotated[str, StringConstraints(min_length=1)], ...] = Field(
+    ignoreAttributes: tuple[IgnorePattern, ...] = Field(
         default=(),
         description="Glob patterns (fnmatch) of live attributes this document does not declare "
-        "and botctl must leave alone: neither reported as unmanaged nor archived.",
+        "and botctl must leave alone: neither reported as unmanaged nor archived. Those of "
+        "matching Defaults are added.",
     )
     safety: Safety | None = None
+    lint: Lint | None = None
 
 
 class Document(_Strict):
@@ -74,6 +107,76 @@ class Document(_Strict):
     spec: Spec
 
 
+class AttributeSetSpec(_Strict):
+    customAttributes: tuple[CustomAttribute, ...] = Field(
+        description="The attributes every including chatbot declares."
+    )
+    lint: Lint | None = None
+
+
+class AttributeSetDocument(_Strict):
+    """Custom attributes shared by several chatbots."""
+
+    apiVersion: Literal["botctl/v1"]
+    kind: Literal["AttributeSet"]
+    metadata: Metadata
+    spec: AttributeSetSpec
+
+
+class MatchExpression(_Strict):
+    key: Annotated[str, StringConstraints(min_length=1)]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = Field(
+        default=(), description="Required by In and NotIn; not allowed with Exists, DoesNotExist."
+    )
+
+
+class Selector(_Strict):
+    """Kubernetes' label selector: every entry must hold; an empty selector matches every
+    chatbot."""
+
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: tuple[MatchExpression, ...] = ()
+
+
+class DefaultsSpec(_Strict):
+    selector: Selector = Field(description="The chatbots these defaults apply to, by label.")
+    settings: ChatbotSettings | None = Field(
+        default=None,
+        description="Settings for the matching chatbots; nested objects merge field by field "
+        "with the chatbot's own.",
+    )
+    attributeSets: tuple[Handle, ...] = Field(
+        default=(), description="AttributeSets every matching chatbot includes."
+    )
+    prune: bool | None = None
+    ignoreAttributes: tuple[IgnorePattern, ...] = Field(
+        default=(), description="Added to each matching chatbot's own ignoreAttributes."
+    )
+    safety: Safety | None = None
+    lint: Lint | None = None
+
+
+class DefaultsDocument(_Strict):
+    """Values for every chatbot the selector matches, applied in document order; a chatbot's
+    own values win."""
+
+    apiVersion: Literal["botctl/v1"]
+    kind: Literal["Defaults"]
+    metadata: Metadata
+    spec: DefaultsSpec
+
+
+MODEL_OF_KIND: dict[str, type[BaseModel]] = {
+    "Chatbot": Document,
+    "AttributeSet": AttributeSetDocument,
+    "Defaults": DefaultsDocument,
+}
+
+# The fields a Defaults document lays under a chatbot's own (the chatbot's win); its
+# attributeSets and ignoreAttributes are added to the chatbot's instead (config.resolve).
+MERGED = ("settings", "prune", "safety")
+
 MODEL_DESCRIPTION = (
     "Model identifier (contract 2.2). Editors complete the contract's list; any identifier of "
     "the same shape passes this schema, because `botctl validate --allow-unknown-models` "
@@ -82,13 +185,22 @@ MODEL_DESCRIPTION = (
 
 
 def json_schema() -> dict[str, Any]:
-    """JSON Schema (2020-12) of one document: the models' own schema, plus the one addition
-    the models cannot express, the contract's model list offered for completion. The only
-    generator of schemas/botctl.schema.json (a test compares the two)."""
-    schema = Document.model_json_schema()
+    """JSON Schema (2020-12) of one document of any kind: the models' own schema, plus what
+    the models cannot express, the contract's model list and the warning codes offered for
+    completion. The only generator of schemas/botctl.schema.json (a test compares the two)."""
+    adapter: TypeAdapter[Any] = TypeAdapter(
+        Annotated[Document | AttributeSetDocument | DefaultsDocument, Field(discriminator="kind")]
+    )
+    schema = adapter.json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "botctl chatbot document"
+    schema["title"] = "botctl document (Chatbot, AttributeSet or Defaults)"
     model = schema["$defs"]["ChatbotSettings"]["properties"]["model"]
     model["anyOf"].insert(0, {"enum": list(contract.SETTINGS_MODELS)})
     model["description"] = MODEL_DESCRIPTION
+    schema["$defs"]["Lint"]["properties"]["disable"]["items"] = code_items()
     return schema
+
+
+def code_items() -> dict[str, Any]:
+    """The schema of one warning code, as its number or its name."""
+    return {"enum": [word for c in lint.CODES for word in (c.code, c.name)], "type": "string"}

@@ -41,8 +41,8 @@ def handle_for(chatbot_id: str, settings: ChatbotSettings | None, taken: set[str
     return handle
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+class BlockStringDumper(yaml.SafeDumper):
+    """Multi-line strings as ``|`` blocks, as a person writes instructions."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -50,7 +50,7 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _str)
+BlockStringDumper.add_representer(str, _str)
 
 
 SHOWN_CHARS = 200  # of a refused value in its comment
@@ -115,7 +115,9 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         lines += [f"#   {n}: {_shown(value)}  ({why})" for n, (value, why) in refused.items()]
     if bot.attributes is None:
         lines.append("# The attribute list could not be read: customAttributes not exported.")
-    body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    body = yaml.dump(
+        document, Dumper=BlockStringDumper, sort_keys=False, allow_unicode=True, width=100
+    )
     return "\n".join(lines) + "\n" + body
 
 

@@ -9,8 +9,9 @@ or a malformed reference, is an error naming it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _REFERENCE = re.compile(
     r"^(?P<secret>secret:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?$", re.DOTALL
@@ -67,3 +68,27 @@ class Interpolator:
         if match["secret"] and value:
             self.secrets.add(value)
         return value
+
+
+def interpolate_tree(
+    value: Any,
+    interpolate: Interpolator,
+    on_error: Callable[[tuple[str | int, ...], str], None],
+    path: tuple[str | int, ...] = (),
+) -> Any:
+    """Every string of a parsed YAML value interpolated; lists become tuples (the models hold
+    immutable sequences). A string whose reference fails keeps its raw text and is reported
+    with ``on_error(path, message)``."""
+    if isinstance(value, str):
+        try:
+            return interpolate(value)
+        except InterpolationError as exc:
+            on_error(path, str(exc))
+            return value
+    if isinstance(value, dict):
+        return {k: interpolate_tree(v, interpolate, on_error, (*path, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(
+            interpolate_tree(v, interpolate, on_error, (*path, i)) for i, v in enumerate(value)
+        )
+    return value

@@ -84,7 +84,7 @@ def fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
 
 
 def _pattern_hint(field: str, loc: tuple[str | int, ...]) -> str:
-    if loc and loc[0] == "metadata":
+    if (loc and loc[0] == "metadata") or field == "attributeSets":
         return "must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
     if field == "apiKeyEnv":
         return "must be an environment variable name such as SUPPORT_BOT_KEY"
@@ -128,18 +128,26 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
     return f"{field}: {error['msg']}"
 
 
-def located_errors(
-    doc: LocatedDocument, base: Path, model: type[BaseModel], exc: ValidationError
-) -> list[Problem]:
-    problems = []
+def error_messages(model: type[BaseModel], exc: ValidationError) -> list[tuple[Path, str, bool]]:
+    """Each validation error of ``model`` as (where, message, whether it is about the key)."""
+    found = []
     seen: set[Path] = set()
     for error in exc.errors():
         # Union members report once each; the tagged variant name is noise.
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
-        if (*base, *loc) in seen:
+        if loc in seen:
             continue
-        seen.add((*base, *loc))
+        seen.add(loc)
         field = str(next((p for p in reversed(loc) if isinstance(p, str)), "value"))
         message = _message(error, field, model, loc)
-        problems.append(doc.problem((*base, *loc), message, key=error["type"] == "extra_forbidden"))
-    return problems
+        found.append((loc, message, error["type"] == "extra_forbidden"))
+    return found
+
+
+def located_errors(
+    doc: LocatedDocument, base: Path, model: type[BaseModel], exc: ValidationError
+) -> list[Problem]:
+    return [
+        doc.problem((*base, *loc), message, key=key)
+        for loc, message, key in error_messages(model, exc)
+    ]

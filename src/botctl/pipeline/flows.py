@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from botctl import lint
 from botctl.config.export import Exported
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import BotctlError, PlanError, ReadsUnavailable, ServiceError
@@ -48,7 +49,7 @@ async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str
     """What the service shows, and warnings for the reads it refused."""
     async with connect(_refs(bots), ws.environ, ws.service) as clients:
         live = await read_live(bots, clients, concurrency=ws.parallelism)
-        return live, refused_read_notes(clients)
+        return live, tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
 
 
 async def make_plan(ws: Workspace) -> Plan:
@@ -63,9 +64,9 @@ def _compute_plan(
 ) -> Plan:
     with collector_paused():
         plan = compute_plan(desired, live, state, ws.policy, reassert=ws.reassert)
-    return replace(
-        plan, reads="none" if ws.service.no_reads else "service", warnings=plan.warnings + notes
-    )
+    # The plan's own warnings (BC3xx) are silenced here, those of the configuration on load.
+    warnings = lint.without_disabled(plan.warnings + notes, ws.disabled_warnings)
+    return replace(plan, reads="none" if ws.service.no_reads else "service", warnings=warnings)
 
 
 async def make_drift(ws: Workspace) -> DriftReport:
@@ -74,7 +75,8 @@ async def make_drift(ws: Workspace) -> DriftReport:
     live, notes = await _read(ws, desired.bots)
     with collector_paused():
         report = compute_drift(desired, live, state)
-    return replace(report, warnings=report.warnings + notes) if notes else report
+    warnings = lint.without_disabled(report.warnings + notes, ws.disabled_warnings)
+    return replace(report, warnings=warnings)
 
 
 async def run_apply(

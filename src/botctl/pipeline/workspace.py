@@ -9,8 +9,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from botctl.config.loader import load_desired
-from botctl.config.selection import select_targets
+from botctl.config.loader import load_fleet
+from botctl.config.resolve import Fleet
+from botctl.config.selection import Selection
 from botctl.defaults import DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
 from botctl.models import Desired
 from botctl.reconcile.safety import SafetyPolicy
@@ -24,8 +25,10 @@ class Workspace:
     environ: Mapping[str, str]
     state_path: StateLocation = DEFAULT_STATE_PATH  # a path, or a git+ / s3:// URL
     service: ServiceOptions = field(default_factory=ServiceOptions)
-    targets: tuple[str, ...] = ()
+    selection: Selection = field(default_factory=Selection)
     allow_unknown_models: bool = False
+    disabled_warnings: frozenset[str] = frozenset()  # codes: botctl.yaml and --disable-warning
+    strict: bool = False  # warnings are errors (validate --strict)
     parallelism: int = DEFAULT_PARALLELISM
     lock_timeout: float = 0.0
     policy: SafetyPolicy = field(default_factory=SafetyPolicy)
@@ -51,11 +54,22 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load(ws: Workspace) -> Desired:
-    """The configuration, validated, narrowed to the targeted chatbots."""
+def load_resolved(ws: Workspace) -> Fleet:
+    """The configuration, resolved (with where each value came from) and validated, narrowed
+    to the selected chatbots."""
     with collector_paused():
-        desired = load_desired(
-            list(ws.paths), environ=ws.environ, allow_unknown_models=ws.allow_unknown_models
+        fleet = load_fleet(
+            list(ws.paths),
+            environ=ws.environ,
+            allow_unknown_models=ws.allow_unknown_models,
+            disabled_warnings=ws.disabled_warnings,
+            strict=ws.strict,
         )
-    ws.secrets.update(value for bot in desired.bots for value in bot.secret_values)
-    return select_targets(desired, ws.targets)
+    selected = fleet.selected(ws.selection)
+    ws.secrets.update(value for bot in selected.bots for value in bot.spec.secret_values)
+    return selected
+
+
+def load(ws: Workspace) -> Desired:
+    """The configuration, validated, narrowed to the selected chatbots."""
+    return load_resolved(ws).desired

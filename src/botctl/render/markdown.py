@@ -22,6 +22,7 @@ from botctl.render.text import (
     drift_summary,
     fmt,
     summary_line,
+    warning_line,
 )
 
 # GitHub refuses a comment or issue body over 65,536 characters; this leaves room to spare.
@@ -100,7 +101,7 @@ def _notes(doc: md.Budget, plan: Plan) -> None:
     notes += [
         md.Row((f"- **safety cap exceeded**: {md.text(v)}",), {"violation": 1})
         for v in plan.violations
-    ] + [md.Row((f"- warning: {md.text(w)}",), {"warning": 1}) for w in plan.warnings]
+    ] + [md.Row((f"- {md.text(warning_line(w))}",), {"warning": 1}) for w in plan.warnings]
     doc.section([""], notes, [], "- " + _cut_note("botctl plan"))
 
 

@@ -114,12 +114,22 @@ def change_lines(change: Change, style: Style) -> list[str]:
     return [head, *(_item_line(item) for item in change.detail)]
 
 
+def warning_line(warning: str) -> str:
+    """A warning as shown: coded ones (``warning[BC302]: ...``, or located
+    ``file:line:col: warning[BC101]: ...``) already say so."""
+    return (
+        warning
+        if warning.startswith("warning") or ": warning" in warning
+        else (f"warning: {warning}")
+    )
+
+
 def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
     if plan.reads == "none":
         out.append(READS_NONE)
-    out.extend(f"warning: {w}" for w in plan.warnings)
+    out.extend(warning_line(w) for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
     out.extend(
         style(f"missing: {b.name} ({b.chatbot_id}) is not listed by the service", COLOURS["warn"])
@@ -223,7 +233,7 @@ def drift_summary(report: DriftReport) -> str:
 def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [drift_summary(report)]
-    out.extend(f"warning: {w}" for w in report.warnings)
+    out.extend(warning_line(w) for w in report.warnings)
     for drift_class in CLASSES:
         items = report.of(drift_class)
         if not items:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from botctl import contract
+from botctl import contract, lint
 from botctl.plan import (
     FLAG_CUTS_OFF_USERS,
     Action,
@@ -295,9 +295,12 @@ def _removed_subfields(
     if unknown:
         verb = "is" if len(unknown) == 1 else "are"
         out.warnings.append(
-            f"{bot.name}: {' and '.join(unknown)} {verb} sent whole; sub-fields the "
-            "configuration does not declare may be reset by the service (their current values "
-            "cannot be read)"
+            lint.coded(
+                lint.SENT_WHOLE,
+                f"{bot.name}: {' and '.join(unknown)} {verb} sent whole; sub-fields the "
+                "configuration does not declare may be reset by the service (their current "
+                "values cannot be read)",
+            )
         )
     return removals
 

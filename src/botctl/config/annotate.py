@@ -1,0 +1,222 @@
+"""Resolved chatbots -> what ``botctl render`` prints: each chatbot as one fully resolved
+``Chatbot`` document (sets and defaults applied, variables interpolated, secrets masked), every
+value annotated with the document and line it came from; or the same as JSON, for tools.
+
+The YAML is a valid configuration: loading it gives the same chatbots (except that a value
+holding a ``${secret:...}`` shows ``(secret)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from botctl.config.export import BlockStringDumper
+from botctl.config.resolve import Origin, ResolvedBot
+from botctl.config.yamlnodes import Path as NodePath
+from botctl.resources.attributes import CustomAttribute
+from botctl.values import JsonValue, mask_secrets
+
+FORMAT_VERSION = 1
+BOTCTL_DEFAULT = "botctl default"
+_ALIGN_MAX = 56  # annotations line up at this column at most, so long values do not push them
+
+
+class _IndentedDumper(BlockStringDumper):
+    """Lists indented under their key, as the examples write them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _dump(value: Any, *, flow: bool = False) -> list[str]:
+    text = yaml.dump(
+        value,
+        Dumper=_IndentedDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=flow,
+    )
+    return text.removesuffix("...\n").rstrip("\n").split("\n")
+
+
+def _where(origin: Origin | None) -> str:
+    if origin is None:
+        return BOTCTL_DEFAULT
+    source, path = origin
+    return f"from {source.doc.file}:{source.line(path)}"
+
+
+class _Document:
+    """Lines of one annotated document; annotations aligned when the document is done."""
+
+    def __init__(self, bot: ResolvedBot) -> None:
+        self.bot = bot
+        self.lines: list[tuple[str, str]] = []  # (text, annotation or "")
+
+    def plain(self, text: str) -> None:
+        self.lines.append((text, ""))
+
+    def leaf(self, indent: str, key: str, value: Any, path: NodePath) -> None:
+        first, *rest = _dump({key: self.mask(value)})
+        self.lines.append((indent + first, _where(self.bot.origin(path))))
+        self.lines += [(indent + line, "") for line in rest]
+
+    def mapping(self, indent: str, values: Mapping[str, Any], path: NodePath) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict):
+                self.plain(f"{indent}{key}:")
+                self.mapping(indent + "  ", value, (*path, key))
+            else:
+                self.leaf(indent, key, value, (*path, key))
+
+    def mask(self, value: Any) -> Any:
+        return mask_secrets(value, self.bot.spec.secret_values)
+
+    def text(self) -> str:
+        widths = [len(text) for text, note in self.lines if note and len(text) <= _ALIGN_MAX]
+        column = max(widths, default=0) + 2
+        out = []
+        for text, note in self.lines:
+            if note:
+                text = f"{text.ljust(max(column, len(text) + 2))}# {note}"
+            out.append(text)
+        return "\n".join(out) + "\n"
+
+
+def _attribute(attribute: CustomAttribute) -> dict[str, JsonValue]:
+    """As a person declares it: ``archived`` only when true."""
+    return {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
+
+
+def _header(bot: ResolvedBot) -> str:
+    parts = [f"# chatbot {bot.spec.name} ({bot.spec.source})"]
+    if bot.defaults:
+        parts.append(f"defaults: {', '.join(bot.defaults)}")
+    if bot.sets:
+        parts.append(f"attribute sets: {', '.join(bot.sets)}")
+    return "; ".join(parts)
+
+
+def annotated_document(bot: ResolvedBot) -> str:
+    spec = bot.spec
+    doc = _Document(bot)
+    doc.plain(_header(bot))
+    doc.plain("apiVersion: botctl/v1")
+    doc.plain("kind: Chatbot")
+    doc.plain("metadata:")
+    doc.leaf("  ", "name", spec.name, ("metadata", "name"))
+    if spec.labels:
+        doc.plain("  labels:")
+        doc.mapping("    ", spec.labels, ("metadata", "labels"))
+    doc.plain("spec:")
+    doc.leaf("  ", "chatbotId", spec.chatbot_id, ("spec", "chatbotId"))
+    doc.leaf("  ", "apiKeyEnv", spec.api_key_env, ("spec", "apiKeyEnv"))
+    settings = spec.settings.json_fields
+    if settings:
+        doc.plain("  settings:")
+        doc.mapping("    ", settings, ("spec", "settings"))
+    if spec.attributes:
+        doc.plain("  customAttributes:")
+        for attribute, origin in zip(spec.attributes, bot.attribute_origins, strict=True):
+            (line,) = _dump(doc.mask(_attribute(attribute)), flow=True)
+            doc.lines.append((f"    - {line}", _where(origin)))
+    doc.leaf("  ", "prune", spec.prune, ("spec", "prune"))
+    if spec.ignore_attributes:
+        doc.plain("  ignoreAttributes:")
+        for pattern, origin in zip(spec.ignore_attributes, bot.ignore_origins, strict=True):
+            (line,) = _dump([pattern])
+            doc.lines.append((f"    {line}", _where(origin)))
+    if spec.max_archive_percent is not None:
+        doc.plain("  safety:")
+        path = ("spec", "safety", "maxArchivePercent")
+        doc.leaf("    ", "maxArchivePercent", spec.max_archive_percent, path)
+    return doc.text()
+
+
+def annotated_yaml(bots: Sequence[ResolvedBot]) -> str:
+    """Every chatbot as an annotated YAML document, in configuration order."""
+    return "".join(f"---\n{annotated_document(bot)}" for bot in bots)
+
+
+def _origin_json(origin: Origin | None) -> dict[str, JsonValue] | None:
+    if origin is None:
+        return None
+    source, path = origin
+    return {
+        "file": source.doc.file,
+        "line": source.line(path),
+        "kind": source.kind or "Chatbot",
+        "name": source.name,
+    }
+
+
+def _leaf_paths(values: Mapping[str, Any], path: NodePath) -> list[NodePath]:
+    paths: list[NodePath] = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            paths += _leaf_paths(value, (*path, key))
+        else:
+            paths.append((*path, key))
+    return paths
+
+
+def _dotted(path: NodePath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def resolved_json(bots: Sequence[ResolvedBot], warnings: Sequence[str]) -> dict[str, JsonValue]:
+    """``botctl render --format json``: each chatbot's resolved document and, by dotted path
+    (``spec.settings.styles.theme``, ``spec.customAttributes[0]``), where each value came from
+    (null: botctl's default)."""
+    chatbots: list[JsonValue] = []
+    for bot in bots:
+        spec = bot.spec
+        body: dict[str, JsonValue] = {
+            "chatbotId": spec.chatbot_id,
+            "apiKeyEnv": spec.api_key_env,
+            "settings": mask_secrets(spec.settings.json_fields, spec.secret_values),
+            "customAttributes": [
+                mask_secrets(_attribute(a), spec.secret_values) for a in spec.attributes
+            ],
+            "prune": spec.prune,
+        }
+        if spec.ignore_attributes:
+            body["ignoreAttributes"] = list(spec.ignore_attributes)
+        if spec.max_archive_percent is not None:
+            body["safety"] = {"maxArchivePercent": spec.max_archive_percent}
+        metadata: dict[str, JsonValue] = {"name": spec.name}
+        if spec.labels:
+            metadata["labels"] = dict(spec.labels)
+        document: dict[str, JsonValue] = {
+            "apiVersion": "botctl/v1",
+            "kind": "Chatbot",
+            "metadata": metadata,
+            "spec": body,
+        }
+        paths: list[NodePath] = [("metadata", "name")]
+        paths += [("metadata", "labels", k) for k in spec.labels]
+        paths += [("spec", "chatbotId"), ("spec", "apiKeyEnv")]
+        paths += _leaf_paths(spec.settings.json_fields, ("spec", "settings"))
+        paths += [("spec", "prune")]
+        if spec.max_archive_percent is not None:
+            paths.append(("spec", "safety", "maxArchivePercent"))
+        origins = {_dotted(p): _origin_json(bot.origin(p)) for p in paths}
+        for i, origin in enumerate(bot.attribute_origins):
+            origins[_dotted(("spec", "customAttributes", i))] = _origin_json(origin)
+        for i, origin in enumerate(bot.ignore_origins):
+            origins[_dotted(("spec", "ignoreAttributes", i))] = _origin_json(origin)
+        chatbots.append(
+            {
+                "name": spec.name,
+                "source": spec.source,
+                "defaults": list(bot.defaults),
+                "attributeSets": list(bot.sets),
+                "document": document,
+                "origins": dict(sorted(origins.items())),
+            }
+        )
+    return {"format_version": FORMAT_VERSION, "chatbots": chatbots, "warnings": list(warnings)}

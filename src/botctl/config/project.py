@@ -1,0 +1,169 @@
+"""The project file, ``botctl.yaml`` at the configuration repository's root: what every command
+would otherwise be told by flags in every CI step (paths, API URL, state, parallelism, rate
+limit, ``allowUnknownModels``, silenced warnings).
+
+Found by walking up from the working directory (or named by ``--config`` / ``BOTCTL_CONFIG``).
+Relative paths in it are relative to its own directory, so a command behaves the same from any
+subdirectory. Flags and environment variables override it (``cli.options``). Strings may use
+``${VAR}`` and ``${VAR:-default}``, as documents do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from botctl import lint
+from botctl.config.document import code_items
+from botctl.config.interpolate import Interpolator, interpolate_tree
+from botctl.config.messages import located_errors
+from botctl.config.yamlnodes import parse_documents
+from botctl.errors import ConfigError, Problem
+
+PROJECT_FILE_NAMES = ("botctl.yaml", "botctl.yml")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # a state that is not a path: as written
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+
+class ProjectLint(_Strict):
+    disable: tuple[str, ...] = Field(
+        default=(), description="Warning codes (BC101) or names not to report in any run."
+    )
+
+
+class ProjectFile(_Strict):
+    """botctl.yaml. Every field is optional; a flag or environment variable overrides it."""
+
+    apiVersion: Literal["botctl/v1"]
+    kind: Literal["Project"]
+    paths: tuple[Annotated[str, StringConstraints(min_length=1)], ...] = Field(
+        default=(),
+        description="The configuration's files and directories, relative to this file; "
+        "commands given no PATH use them.",
+    )
+    apiUrl: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None, description="Service base URL ending in /api/v1 (--api-url, BOTCTL_API_URL)."
+    )
+    state: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None,
+        description="Where the state lives: a path relative to this file, or a git+ or s3:// "
+        "URL (--state, BOTCTL_STATE).",
+    )
+    parallelism: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        default=None, description="Chatbots processed at once (--parallelism)."
+    )
+    rateLimit: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="At most N requests per second per API key; 0 is off (--rate-limit).",
+    )
+    allowUnknownModels: bool | None = Field(
+        default=None,
+        description="A settings model missing from botctl's list is a warning, not an error "
+        "(--allow-unknown-models).",
+    )
+    maxArchives: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Most attributes one run may archive (--max-archives)."
+    )
+    lint: ProjectLint | None = None
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded project file; paths already resolved against its directory."""
+
+    file: Path
+    settings: ProjectFile
+    disabled_warnings: frozenset[str]
+
+    @property
+    def root(self) -> Path:
+        return self.file.parent
+
+    def resolve(self, relative: str) -> Path:
+        """A path of the file, as the working directory sees it (relative when it can be)."""
+        path = self.root / relative
+        try:
+            return Path(os.path.relpath(path))
+        except ValueError:  # another drive (Windows)
+            return path
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        return tuple(self.resolve(p) for p in self.settings.paths)
+
+    @property
+    def state(self) -> str | Path | None:
+        """The state's location: a path relative to this file, or a URL (git+..., s3://...)
+        as written."""
+        state = self.settings.state
+        if state is None or _URL.match(state):
+            return state
+        return self.resolve(state)
+
+    def value(self, field: str) -> Any:
+        """A field of the file, paths resolved; None when the file does not set it."""
+        return self.state if field == "state" else getattr(self.settings, field)
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest botctl.yaml (or .yml) in ``start`` or one of its parents."""
+    for directory in (start, *start.parents):
+        for name in PROJECT_FILE_NAMES:
+            candidate = directory / name
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def load_project(file: Path, environ: Mapping[str, str]) -> Project:
+    """Read and validate a project file; raises ConfigError with every problem, located."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        problem = Problem(str(file), 1, 1, f"cannot read the project file: {reason}")
+        raise ConfigError([problem]) from None
+    documents, problems = parse_documents(text, str(file))
+    if not problems and len(documents) != 1:
+        problems.append(Problem(str(file), 1, 1, "a project file holds exactly one document"))
+    if problems:
+        raise ConfigError(problems)
+    doc = documents[0]
+    if not isinstance(doc.value, dict):
+        raise ConfigError([doc.problem((), "a project file must be a mapping")])
+    data = interpolate_tree(
+        doc.value,
+        Interpolator(environ),
+        lambda path, message: problems.append(doc.problem(path, message)),
+    )
+    settings = None
+    try:
+        settings = ProjectFile.model_validate(data)
+    except ValidationError as exc:
+        problems += located_errors(doc, (), ProjectFile, exc)
+    words = settings.lint.disable if settings is not None and settings.lint else ()
+    disabled, _ = lint.codes_of(words)
+    for i, word in enumerate(words):
+        if lint.lookup(word) is None:
+            problems.append(doc.problem(("lint", "disable", i), lint.unknown_code(word)))
+    if problems or settings is None:
+        raise ConfigError(problems)
+    return Project(file, settings, disabled)
+
+
+def project_json_schema() -> dict[str, Any]:
+    """JSON Schema (2020-12) of botctl.yaml."""
+    schema = ProjectFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "botctl project file (botctl.yaml)"
+    schema["$defs"]["ProjectLint"]["properties"]["disable"]["items"] = code_items()
+    return schema
