@@ -18,7 +18,7 @@ from botctl.config.interpolate import Interpolator, interpolate_tree
 from botctl.config.project import PROJECT_FILE_NAMES
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
-from botctl.config.yamlnodes import LocatedDocument, parse_documents
+from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
 
@@ -101,9 +101,13 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
 
 def _documents(file: Path, problems: list[Problem]) -> list[LocatedDocument]:
     try:
-        data = file.read_bytes()
+        with file.open("rb") as handle:  # never more than the limit, however large the file
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         problems.append(Problem(str(file), 1, 1, f"cannot read: {exc.strerror}"))
+        return []
+    if len(data) > MAX_FILE_BYTES:
+        problems.append(Problem(str(file), 1, 1, FILE_TOO_LARGE))
         return []
     try:
         text = data.decode("utf-8")
