@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from botctl import lint
 from botctl.config.export import Exported
 from botctl.defaults import DEFAULT_PARALLELISM
-from botctl.errors import BotctlError, PlanError, ReadsUnavailable, ServiceError
+from botctl.errors import (
+    BotctlError,
+    PlanError,
+    ReadsUnavailable,
+    ServiceError,
+    StateWriteError,
+)
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.plan import BotRef, Plan
@@ -33,6 +39,9 @@ class ApplyOutcome:
     plan: Plan
     report: ApplyReport
     not_taken: tuple[str, ...]  # values the service did not keep as sent
+    # Why the state could not be written at the end (a full disk): what was applied since
+    # its last write is not recorded.
+    state_error: StateWriteError | None = None
 
 
 @dataclass(frozen=True)
@@ -119,17 +128,20 @@ async def run_apply(
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())
                 writer.flush()
+                writer.raise_if_failed()
                 return None
             enforce_safety(plan, force=ws.force)
             if not confirm(plan):
                 return None
             _record(writer, baseline.matching(desired, live) if desired else ())
+            writer.flush()
+            writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
             try:
                 report = await _apply_recording(plan, clients, writer, ws, on_result)
-                notes = await _read_back(report, bots, clients, writer, ws)
+                notes = await _read_back(report, bots, clients, writer, ws, plan.secrets)
             finally:
                 writer.flush()
-    return ApplyOutcome(plan, report, tuple(notes))
+    return ApplyOutcome(plan, report, tuple(notes), writer.error)
 
 
 async def apply_unattended(
@@ -196,6 +208,7 @@ async def _read_back(
     clients: Mapping[str, ServiceClient],
     writer: StateWriter,
     ws: Workspace,
+    secrets: frozenset[str],
 ) -> list[str]:
     """Re-read the chatbots written to: record what reads back as sent as verified, and
     report what does not. A failing read only costs the check: the writes are done and
@@ -209,7 +222,7 @@ async def _read_back(
     except ServiceError as exc:
         return [f"could not read back to verify: {exc}"]
     _record(writer, baseline.read_back(report, after))
-    return verify_applied(report, after)
+    return verify_applied(report, after, secrets)
 
 
 async def run_refresh(ws: Workspace) -> RefreshOutcome:
@@ -228,6 +241,7 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
         _record(writer, found)
         written = writer.dirty
         writer.flush()
+        writer.raise_if_failed()
     plan = compute_plan(desired, live, state)
     return RefreshOutcome(
         bots=len(desired.bots),

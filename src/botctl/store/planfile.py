@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import from_json
 
 from botctl.errors import PlanError
 from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanaged
@@ -106,13 +107,16 @@ def _checksum(body: dict[str, Any]) -> str:
 
 
 def write_plan_file(plan: Plan, path: Path) -> None:
-    write_atomically(path, json.dumps(plan_file_document(plan), indent=2) + "\n")
+    try:
+        write_atomically(path, json.dumps(plan_file_document(plan), indent=2) + "\n")
+    except OSError as exc:
+        raise PlanError(f"cannot write plan file {path}: {exc.strerror}") from None
 
 
 def read_plan_file(path: Path) -> Plan:
     text = read_text(path, "plan file", PlanError)
     try:
-        data = json.loads(text)
+        data = from_json(text)  # bounded nesting (json.loads raises RecursionError)
     except ValueError as exc:
         raise PlanError(f"plan file {path} is not JSON: {exc}") from None
     return plan_from_document(data)
