@@ -714,3 +714,28 @@ def test_examples_validate_against_the_schema() -> None:
     for doc in documents:
         errors = [e.message for e in validator.iter_errors(doc)]
         assert errors == [], errors
+
+
+def test_validation_errors_never_show_a_secret(tmp_path: Path) -> None:
+    """A value resolved from ${secret:...} that fails validation is quoted by its error: as
+    (secret), in whichever spelling the message quotes it (JSON, repr)."""
+    secret = 'hunter2 "quoted"'
+    first = bot_yaml(
+        spec="  settings:\n"
+        '    styles: {buttonColor: "${secret:COLOUR}"}\n'
+        '    model: "${secret:COLOUR}"\n'
+        '    temp: "${secret:COLOUR}"\n'
+        '    visibility: "${secret:COLOUR}"\n'
+    )
+    second = bot_yaml(name="other", chatbot_id="${secret:ID}").replace(
+        "chatbotId: ${secret:ID}", 'chatbotId: "${secret:ID}"'
+    )
+    third = bot_yaml(name="third", chatbot_id="${secret:ID}").replace(
+        "chatbotId: ${secret:ID}", 'chatbotId: "${secret:ID}"'
+    )
+    path = write(tmp_path, "bot.yaml", first + "---\n" + second + "---\n" + third)
+    found = problems(path, environ={"COLOUR": secret, "ID": "bot-hunter2"})
+    text = "\n".join(map(str, found))
+    assert len(found) == 6, text
+    assert "hunter2" not in text
+    assert text.count("(secret)") == 6, text

@@ -11,6 +11,7 @@ never configuration documents.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from botctl.config.checks import disabled_codes
@@ -21,6 +22,7 @@ from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
+from botctl.values import mask_secrets_in_text
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -63,7 +65,9 @@ def load_fleet(
     fleet = resolve(sources, found, allow_unknown_models)
     if files and not fleet.bots and not found.has_errors:
         found.add(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
-    final = found.final()
+    # A message may quote a value resolved from ${secret:...}: never its text, in any spelling.
+    secrets = {secret for source in sources for secret in source.secrets}
+    final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
     if any(p.severity == "error" for p in final):
         raise ConfigError(final)
     return Fleet(fleet.bots, tuple(str(p) for p in final), fleet.declared_ids)
