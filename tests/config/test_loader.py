@@ -739,3 +739,25 @@ def test_validation_errors_never_show_a_secret(tmp_path: Path) -> None:
     assert len(found) == 6, text
     assert "hunter2" not in text
     assert text.count("(secret)") == 6, text
+
+
+def test_names_differing_only_in_case_across_a_set_and_a_chatbot_are_an_error(
+    tmp_path: Path,
+) -> None:
+    """The chatbot would get both: the service may take them for one name."""
+    path = write(
+        tmp_path,
+        "bots.yaml",
+        "apiVersion: botctl/v1\nkind: AttributeSet\nmetadata: {name: billing}\nspec:\n"
+        "  customAttributes:\n    - {name: seats, type: number}\n---\n"
+        + bot_yaml(
+            spec="  attributeSets: [billing]\n  customAttributes:\n"
+            "    - {name: Seats, type: number}\n"
+        ),
+    )
+    found = [str(p) for p in problems(path)]
+    assert any(
+        "attribute name 'Seats' differs only in letter case from 'seats' (" in p
+        and "which the chatbot also gets" in p
+        for p in found
+    ), found

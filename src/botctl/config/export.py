@@ -140,6 +140,16 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         lines += [f"#   {n}: {_shown(value)}  ({why})" for n, (value, why) in refused.items()]
     if bot.attributes is None:
         lines.append("# The attribute list could not be read: customAttributes not exported.")
+    if bot.off_contract:
+        lines.append(
+            "# Attributes held outside the contract's rules, so not exported (botctl never "
+            "writes them):"
+        )
+        lines += [
+            f"#   {_shown(record.name) if record.name is not None else '(no name)'}: "
+            f"{_shown(record.reason)[1:-1]}"
+            for record in bot.off_contract
+        ]
     body = yaml.dump(
         document, Dumper=BlockStringDumper, sort_keys=False, allow_unicode=True, width=100
     )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import from_json
 
 from botctl.errors import PlanError
-from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanaged
+from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanageable, Unmanaged
 from botctl.store.files import first_problem, read_text, write_atomically
 
 PLAN_FILE_KIND = "botctl-plan"
@@ -40,6 +40,7 @@ class _PlanFile(BaseModel):
     plan: dict[str, Any]  # the published document: for readers, not read back
     operations: tuple[Operation, ...]
     unmanaged: tuple[Unmanaged, ...]
+    unmanageable: tuple[Unmanageable, ...] = ()
     depends_on: tuple[Dependency, ...]
     state: _StateRef
     bots: tuple[BotRef, ...]
@@ -58,6 +59,7 @@ def plan_file_document(plan: Plan) -> dict[str, Any]:
         "plan": plan.to_document(),
         "operations": [asdict(op) for op in plan.operations],
         "unmanaged": [asdict(u) for u in plan.unmanaged],
+        "unmanageable": [asdict(u) for u in plan.unmanageable],
         "depends_on": [asdict(dep) for dep in plan.depends_on],
         "state": {"serial": plan.state_serial, "lineage": plan.state_lineage},
         "bots": [asdict(ref) for ref in plan.bots],
@@ -89,6 +91,7 @@ def plan_from_document(data: Any) -> Plan:
     return Plan(
         operations=parsed.operations,
         unmanaged=parsed.unmanaged,
+        unmanageable=parsed.unmanageable,
         unverified=parsed.unverified,
         depends_on=parsed.depends_on,
         state_serial=parsed.state.serial,
