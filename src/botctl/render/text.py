@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable
 from itertools import groupby
 
+from botctl.annotations import inert, visible
 from botctl.plan import (
     FLAG_CUTS_OFF_USERS,
     BotRef,
@@ -53,9 +54,11 @@ PLAIN = Style(False)
 
 
 def fmt(value: JsonValue) -> str:
+    """A value as JSON, shown: text from the service can carry no terminal escape sequence
+    or runner command into any format that shows it (``annotations.visible``)."""
     if value is None:
         return "(none)"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return visible(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
 def summary_line(plan: Plan) -> str:
@@ -169,7 +172,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     if plan.empty:
         out.append("")
         out.append("No changes. The service matches the configuration.")
-    return "\n".join(out) + "\n"
+    return inert("\n".join(out), colour=colour) + "\n"
 
 
 def unmanageable_line(item: Unmanageable) -> str:
@@ -284,10 +287,10 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     if report.unmanaged_chatbots:
         out += ["", "Chatbots no document declares (not botctl's; not counted as drift):"]
         out.extend(
-            f"  {c.chatbot_id} {fmt(c.name)} (account of ${c.api_key_env})"
+            f"  {visible(c.chatbot_id)} {fmt(c.name)} (account of ${c.api_key_env})"
             for c in report.unmanaged_chatbots
         )
-    return "\n".join(out) + "\n"
+    return inert("\n".join(out), colour=colour) + "\n"
 
 
 def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:
