@@ -761,3 +761,11 @@ def test_names_differing_only_in_case_across_a_set_and_a_chatbot_are_an_error(
         and "which the chatbot also gets" in p
         for p in found
     ), found
+
+
+def test_a_fifo_given_as_configuration_is_named_never_opened(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "bots.yaml"
+    os.mkfifo(fifo)
+    assert [str(p) for p in problems(fifo)] == [f"{fifo}:1:1: not a file or a directory"]

@@ -309,9 +309,9 @@ def test_a_declared_attribute_held_off_contract_is_a_warning_not_a_write() -> No
     )
     assert [(c.path, c.action) for c in changes(plan)] == [("tier", "create")]
     assert plan.warnings == (
-        "warning[BC304]: support: attribute 'pick' is declared, but the service holds it outside the "
-        'contract\'s rules (type "select" is not one of text, number, boolean, date): botctl '
-        "does not write it",
+        "warning[BC304]: support: attribute 'pick' is declared, but the service holds it "
+        'outside the contract\'s rules (type "select" is not one of text, number, boolean, '
+        "date): botctl does not write it",
     )
 
 

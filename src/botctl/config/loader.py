@@ -98,6 +98,8 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
             )
         elif path.is_file():
             found.append(path)
+        elif path.exists():  # a FIFO or a device: never opened (a FIFO would block the run)
+            problems.append(Problem(str(path), 1, 1, "not a file or a directory"))
         else:
             problems.append(Problem(str(path), 1, 1, "no such file or directory"))
     return list(dict.fromkeys(found))
