@@ -359,3 +359,14 @@ def test_names_that_match_exactly_are_planned_whatever_else_differs_in_case() ->
     )
     assert [(c.path, c.action) for c in changes(plan)] == [("seats", "update")]
     assert [u.name for u in plan.unmanaged] == ["Seats"]
+
+
+def test_secrets_are_masked_in_what_an_unmanageable_record_shows() -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[{"name": "pick", "type": "text"}], secret_values={"hunter2"})),
+        live(live_bot(attributes=[{"name": "pick", "type": "text", "label": ["hunter2"]}])),
+        State(),
+    )
+    assert [u.reason for u in plan.unmanageable] == ['label ["(secret)"] is not text']
+    assert "hunter2" not in "".join(plan.warnings)
+    assert "(secret)" in plan.warnings[0]

@@ -42,7 +42,7 @@ from botctl.plan import (
 )
 from botctl.resources.base import BotPlan
 from botctl.resources.settings import known_fields
-from botctl.values import JsonValue, mask_secrets, same_value
+from botctl.values import JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
 AttributeType = Literal["text", "number", "boolean", "date"]
@@ -184,18 +184,21 @@ def plan_attributes(
     only in letter case (the service may take them for one: it refuses such a create). So a
     declared name that matches a live or recorded one only in case is an impossible change,
     never a create that fails."""
-    out.unmanageable += [Unmanageable(bot, record.name, record.reason) for record in off_contract]
+    out.unmanageable += [
+        Unmanageable(bot, record.name, mask_secrets_in_text(record.reason, secrets))
+        for record in off_contract
+    ]
     current = observed if observed is not None else recorded
     held = {record.name: record for record in off_contract if record.name is not None}
     by_case = {name.casefold(): name for name in [*held, *current]}
     for attribute in declared:
         if attribute.name in held and attribute.name not in current:
+            reason = mask_secrets_in_text(held[attribute.name].reason, secrets)
             out.warnings.append(
                 lint.coded(
                     lint.UNMANAGEABLE_DECLARED,
                     f"{bot.name}: attribute {attribute.name!r} is declared, but the service "
-                    f"holds it outside the contract's rules ({held[attribute.name].reason}): "
-                    "botctl does not write it",
+                    f"holds it outside the contract's rules ({reason}): botctl does not write it",
                 )
             )
             continue
