@@ -6,7 +6,7 @@ from typing import Any
 
 from botctl.models import BotRecord, BotSpec, Desired, Live, LiveBot, State
 from botctl.plan import BotRef, Operation, OperationKind
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attributes import CustomAttribute, read_live
 from botctl.resources.settings import ChatbotSettings
 
 REF = BotRef("support", "bot-1", "BOTCTL_API_KEY")
@@ -46,13 +46,15 @@ def live_bot(
     attributes_readable: bool = True,
     exists: bool = True,
 ) -> LiveBot:
-    attrs = {a["name"]: CustomAttribute(**a) for a in attributes or []}
+    # As the live read parses them: a record outside the contract's rules is set aside.
+    attrs, off_contract = read_live(attributes or [])
     observed = ChatbotSettings.model_validate(settings or {}, strict=False)
     return LiveBot(
         chatbot_id=chatbot_id,
         exists=exists,
         settings=observed if readable and exists else None,
         attributes=attrs if attributes_readable and exists else None,
+        off_contract=off_contract if attributes_readable and exists else (),
     )
 
 

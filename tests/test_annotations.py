@@ -3,6 +3,8 @@ can become a command of its own (checked with an independent model of the runner
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +15,7 @@ from botctl.annotations import (
     error_annotations,
     escape_data,
     escape_property,
+    inert,
     inert_block,
     located_annotation,
     parse_command,
@@ -108,3 +111,43 @@ def test_config_error_becomes_one_annotation_per_problem_and_a_count() -> None:
     assert commands[2].data == "1 error(s) in the configuration; nothing was sent."
     other = error_annotations(ServiceError("read", "HTTP 500\n::add-mask::x"), title="t")
     assert names("\n".join(other)) == ["error"]
+
+
+# --- plain text for a terminal or a CI log ------------------------------------------------------
+
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+@given(st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=20)), max_size=6))
+def test_inert_text_runs_no_command_and_moves_no_cursor(parts: list[str]) -> None:
+    text = "\n".join(parts)
+    shown = inert(text)
+    assert executed(shown) == []
+    assert TERMINAL_CONTROLS.search(shown) is None
+    assert shown.count("\n") == text.count("\n")  # the same lines, each shown
+
+
+def test_inert_keeps_botctl_colour_only_when_asked() -> None:
+    ours = "\x1b[1mbot\x1b[0m \x1b[32m+\x1b[0m"
+    assert inert(ours, colour=True) == ours
+    assert inert(ours) == "\\x1b[1mbot\\x1b[0m \\x1b[32m+\\x1b[0m"
+    # A sequence inside a value is the value's, shown: a clear-screen, a title, the C1 CSI.
+    assert inert("\x1b[1m\x1b[2J\x9b0m", colour=True) == "\x1b[1m\\x1b[2J\\x9b0m"
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("::set-output name=x::1", "%3A:set-output name=x::1"),
+        ("   \t::error::x", "   \t%3A:error::x"),
+        ("\u3000::error::x", "\u3000%3A:error::x"),  # .NET's Trim() takes any white space
+        ("a ::error::x", "a ::error::x"),  # mid-line: no command, shown as written
+        ("##vso[task.complete]", "##vso%5Btask.complete]"),
+    ],
+)
+def test_inert_lines(line: str, shown: str) -> None:
+    assert inert(line) == shown
+
+
+def test_a_coloured_line_is_checked_without_its_colour() -> None:
+    assert inert("\x1b[1m  ::error::x\x1b[0m", colour=True) == "\x1b[1m  %3A:error::x\x1b[0m"

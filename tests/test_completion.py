@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from botctl.cli import cli
+from botctl.config.yamlnodes import MAX_FILE_BYTES
 from tests.e2e_support import Bench, bot_yaml
 
 ROOT = Path(__file__).parents[1]
@@ -68,6 +70,21 @@ def test_target_completes_the_names_of_the_paths_typed(config: Path) -> None:
     # Only the files given; names already chosen are not offered again.
     sales = config / "bots" / "eu" / "sales.yaml"
     assert complete(f"botctl apply --target sales-eu {sales} --target ") == ["plain,sales-de"]
+
+
+def test_a_fifo_or_a_huge_file_among_the_configuration_is_skipped(config: Path) -> None:
+    """A FIFO named *.yaml blocked the Tab press until something wrote to it."""
+    os.mkfifo(config / "bots" / "pipe.yaml")
+    with (config / "bots" / "huge.yaml").open("w") as handle:
+        handle.write(bot_yaml("huge", "bot-8") + "# " + "x" * (MAX_FILE_BYTES + 1) + "\n")
+    result: list[list[str]] = []
+    worker = threading.Thread(
+        target=lambda: result.append(complete(f"botctl plan {config / 'bots'} --target s")),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=60)
+    assert result == [["plain,sales-de", "plain,sales-eu", "plain,support"]]
 
 
 def test_without_paths_the_current_directory_is_searched(config: Path) -> None:

@@ -332,6 +332,30 @@ def test_rendered_yaml_is_a_configuration_of_the_same_chatbots(
     assert "# from examples/defaults/production.yaml:" in result.stdout
 
 
+def test_rendered_yaml_keeps_text_literal(tmp_path: Path) -> None:
+    """Text that holds ${...} once resolved (from an escape, or from a variable's value) is
+    rendered escaped: loading the render gives that text, never a variable of whoever loads it
+    (export's rule)."""
+    source = tmp_path / "bots" / "bot.yaml"
+    source.parent.mkdir()
+    source.write_text(
+        bot_yaml(
+            settings="name: ${NAME}\ninstructions: 'Keep $${BOTCTL_API_KEY} out of answers'",
+            attributes="- {name: tier, type: text, label: '${LABEL}'}",
+        )
+    )
+    environ = {"NAME": "Bot ${BOTCTL_API_KEY}", "LABEL": "$${x}"}
+    result = invoke("render", str(source.parent), env=environ)
+    assert result.exit_code == 0, result.output
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(result.stdout)
+    again = load_desired([rendered], environ={"BOTCTL_API_KEY": "leaked-key", "x": "leaked"})
+    original = load_desired([source.parent], environ=environ)
+    assert again.bots[0].settings == original.bots[0].settings
+    assert again.bots[0].settings.name == "Bot ${BOTCTL_API_KEY}"
+    assert again.bots[0].attributes == original.bots[0].attributes
+
+
 # --- selection on plan, apply, drift ------------------------------------------------------
 
 

@@ -47,6 +47,7 @@ def sample_plan() -> Plan:
         {**TIER, "label": "Plan tier"},
         {"name": "score", "type": "number", "label": "Score"},
         {"name": "stray", "type": "text", "label": "Stray"},
+        {"name": "made in the dashboard", "type": "select", "label": "Odd"},
     ]
     return compute_plan(
         desired(support),
@@ -95,7 +96,11 @@ def test_drift_golden() -> None:
             live_bot(
                 "bot-1",
                 {"name": "Renamed in dashboard"},
-                [{**TIER, "label": "Edited"}, {"name": "x", "type": "text", "label": "X"}],
+                [
+                    {**TIER, "label": "Edited"},
+                    {"name": "x", "type": "text", "label": "X"},
+                    {"name": "y", "type": "text", "archived": 0},
+                ],
             )
         ),
         state("bot-1", settings={"name": "Support Bot"}, attributes={"tier": TIER}),

@@ -40,6 +40,33 @@ def visible(text: str) -> str:
     return _LEGACY_PREFIX.sub(lambda m: m.group()[:-1] + "%5B", text)
 
 
+# botctl's own colour (render.text.Style): the one escape sequence plain text may keep.
+_COLOUR = re.compile(r"(\x1b\[[0-9;]*m)")
+
+
+def inert(text: str, *, colour: bool = False) -> str:
+    """Plain text for a terminal or any CI log, whatever it holds: ``visible`` (control
+    characters as ``\\xNN``, so no terminal escape sequence; ``##[``/``##vso[`` defanged),
+    and a line whose first non-blank characters are ``::`` (GitHub's runner takes it for a
+    workflow command) starting ``%3A:`` instead. ``colour``: botctl's own colour codes are
+    kept, and only those."""
+    if colour:
+        text = "".join(
+            part if _COLOUR.fullmatch(part) else visible(part) for part in _COLOUR.split(text)
+        )
+    else:
+        text = visible(text)
+    return "\n".join(_not_a_command(line) for line in text.split("\n"))
+
+
+def _not_a_command(line: str) -> str:
+    body = _COLOUR.sub("", line).lstrip()  # the runner trims the line before it looks
+    if not body.startswith("::"):
+        return line
+    at = line.index("::", len(line) - len(line.lstrip()))
+    return line[:at] + "%3A" + line[at + 1 :]
+
+
 def escape_data(text: str) -> str:
     """The message of a command: one line, whatever ``text`` holds."""
     return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))

@@ -107,6 +107,14 @@ TEMP_MAX: Final = 1.0
 # Pydantic reads them with Python's re: its default engine has no lookahead.
 PATTERN_ENGINE: Final = "python-re"
 
+# 2.1 and 4.3-4.9: a chatbot id is a string that goes into URL paths
+# (/chatbots/{chatbotId}/custom-attributes), and the contract gives it no format. botctl's
+# rule: an id that is one path segment as written, so no request can reach another endpoint:
+# letters, digits and "._~-" (the characters a URL never escapes), but not "." or ".." (a
+# URL resolves them to this path or its parent), at most CHATBOT_ID_MAX_LENGTH characters.
+CHATBOT_ID_MAX_LENGTH: Final = 128
+CHATBOT_ID_PATTERN: Final = r"^(?!\.\.?$)[A-Za-z0-9._~-]+$(?!\n)"
+
 # 2.8 Custom attribute.
 ATTRIBUTE_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]*$(?!\n)"
 # A second guide of the service is stricter (API-NOTES); botctl warns when a name breaks it.

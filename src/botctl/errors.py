@@ -6,6 +6,7 @@ message (never a traceback) and exits with its ``exit_code``.
     BotctlError                      exit 1
     ├── ConfigError                  the YAML is invalid (carries every Problem at once)
     ├── StateError                   the state file is unreadable or of another lineage
+    │   ├── StateWriteError          the state file cannot be written (a full disk)
     │   └── LockError                another apply holds the state lock
     ├── PlanError                    the plan cannot be made or must not be applied
     │   ├── ImpossibleChangeError    the API cannot do what the YAML asks (e.g. type change)
@@ -72,6 +73,11 @@ class ConfigError(BotctlError):
 
 class StateError(BotctlError):
     pass
+
+
+class StateWriteError(StateError):
+    """Writing the state failed where it is kept (a full disk): what was recorded in memory
+    is not stored. An apply that has started sending carries on and says so at the end."""
 
 
 class LockError(StateError):

@@ -70,6 +70,12 @@ READ_REFUSED = WarningCode(
     "what botctl last applied instead",
 )
 
+UNMANAGEABLE_DECLARED = WarningCode(
+    "BC304",
+    "unmanageable-attribute",
+    "the configuration declares an attribute the service holds outside the contract's rules "
+    "(a name or type the contract does not have): botctl does not write it",
+)
 CODES: tuple[WarningCode, ...] = (
     ATTRIBUTE_NAME_STYLE,
     UNKNOWN_MODEL,
@@ -79,6 +85,7 @@ CODES: tuple[WarningCode, ...] = (
     READ_BACK,
     SENT_WHOLE,
     READ_REFUSED,
+    UNMANAGEABLE_DECLARED,
 )
 _BY_WORD = {word: c for c in CODES for word in (c.code, c.name)}
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.plan import BotRef, Operation
 from botctl.resources import attributes, settings
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attributes import CustomAttribute, OffContract
 from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.values import JsonValue
 
@@ -65,8 +65,9 @@ class LiveBot(BaseModel):
     holds the fields the read returned (others are not observable). ``refused`` holds the
     settings the read returned but botctl's rules refuse (value as read, and why): not
     observable either, but shown by ``export``. ``attributes`` is ``None`` when the attribute
-    list could not be read. ``exists`` is false when a successful chatbot list did not contain
-    the chatbot.
+    list could not be read; ``off_contract`` holds the records it returned that botctl cannot
+    manage (reported as unmanageable, shown by ``export``). ``exists`` is false when a
+    successful chatbot list did not contain the chatbot.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +77,8 @@ class LiveBot(BaseModel):
     settings: ChatbotSettings | None = None
     refused: Refused = Field(default_factory=dict)
     attributes: dict[str, CustomAttribute] | None = None
+    # Attribute records the read returned outside the contract's rules: never managed.
+    off_contract: tuple[OffContract, ...] = ()
 
 
 class Live(BaseModel):

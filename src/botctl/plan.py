@@ -124,9 +124,21 @@ class Unmanaged:
 
 
 @dataclass(frozen=True)
+class Unmanageable:
+    """A live attribute record outside the contract's rules (a name with a space, type
+    "select", ``archived: 0``): kept as it is, reported with the reason, never written to
+    and never archived."""
+
+    bot: BotRef
+    name: str | None  # as the service holds it; None when the record has no name
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     operations: tuple[Operation, ...] = ()
     unmanaged: tuple[Unmanaged, ...] = ()
+    unmanageable: tuple[Unmanageable, ...] = ()
     unverified: int = 0  # managed values whose current value could not be read
     depends_on: tuple[Dependency, ...] = ()
     state_serial: int | None = None
@@ -151,6 +163,11 @@ class Plan:
         object.__setattr__(self, "operations", tuple(ordered))
         object.__setattr__(
             self, "unmanaged", tuple(sorted(self.unmanaged, key=lambda u: (u.bot.name, u.name)))
+        )
+        object.__setattr__(
+            self,
+            "unmanageable",
+            tuple(sorted(self.unmanageable, key=lambda u: (u.bot.name, u.name or "", u.reason))),
         )
         object.__setattr__(
             self,
@@ -179,6 +196,7 @@ class Plan:
         counts = Counter(change.action for _, change in self.changes())
         result: dict[str, int] = {action: counts.get(action, 0) for action in ACTIONS}
         result["unmanaged"] = len(self.unmanaged)
+        result["unmanageable"] = len(self.unmanageable)
         result["unverified"] = self.unverified
         result["missing"] = len(self.missing)
         result["operations"] = len(self.operations)
@@ -194,6 +212,7 @@ class Plan:
             "reads": self.reads,
             "changes": [change_document(bot, c) for bot, c in self.changes()],
             "unmanaged": [unmanaged_document(u) for u in self.unmanaged],
+            "unmanageable": [unmanageable_document(u) for u in self.unmanageable],
             "missing": [bot_document(bot) for bot in self.missing],
             "summary": self.summary(),
             "warnings": list(self.warnings),
@@ -236,4 +255,13 @@ def unmanaged_document(unmanaged: Unmanaged) -> dict[str, Any]:
         "chatbotId": unmanaged.bot.chatbot_id,
         "bot": unmanaged.bot.name,
         "name": unmanaged.name,
+    }
+
+
+def unmanageable_document(unmanageable: Unmanageable) -> dict[str, Any]:
+    return {
+        "chatbotId": unmanageable.bot.chatbot_id,
+        "bot": unmanageable.bot.name,
+        "name": unmanageable.name,
+        "reason": unmanageable.reason,
     }

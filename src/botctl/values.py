@@ -7,9 +7,12 @@ where a general structural differ costs two orders of magnitude more than this w
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 JsonValue = Any  # a value as it appears in JSON: str, int, float, bool, None, list, dict
 
@@ -77,3 +80,35 @@ def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
     if isinstance(value, Mapping):
         return {key: mask_secrets(item, secrets) for key, item in value.items()}
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """Every spelling of ``secret`` a message might carry, longest first: as written,
+    escaped as JSON or Python would (a message quoting a value with ``!r`` or as JSON), and
+    each of those percent-encoded (a URL's query may carry an escaped body), plus the bytes
+    repr httpx gives a bad header."""
+    if not secret:
+        return ()
+    escaped = {
+        secret,
+        json.dumps(secret)[1:-1],  # JSON, ASCII-escaped
+        json.dumps(secret, ensure_ascii=False)[1:-1],  # JSON as botctl's messages write it
+        repr(secret)[1:-1],  # Python repr, as exception texts quote it
+        ascii(secret)[1:-1],
+    }
+    forms = {repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
+    for text in escaped:
+        forms |= {text, quote(text, safe=""), quote(text), quote_plus(text)}
+    return tuple(sorted((f for f in forms if f), key=len, reverse=True))
+
+
+def mask_secrets_in_text(text: str, secrets: Iterable[str]) -> str:
+    """A message for people (a validation error, a read-back warning) with every spelling of
+    each secret (``secret_forms``) as ``(secret)``: the message may quote a value that holds
+    one, escaped."""
+    forms = sorted({form for secret in secrets for form in secret_forms(secret)}, key=len)
+    for form in reversed(forms):
+        if form in text:
+            text = text.replace(form, SECRET_MASK)
+    return text

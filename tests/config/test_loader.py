@@ -714,3 +714,58 @@ def test_examples_validate_against_the_schema() -> None:
     for doc in documents:
         errors = [e.message for e in validator.iter_errors(doc)]
         assert errors == [], errors
+
+
+def test_validation_errors_never_show_a_secret(tmp_path: Path) -> None:
+    """A value resolved from ${secret:...} that fails validation is quoted by its error: as
+    (secret), in whichever spelling the message quotes it (JSON, repr)."""
+    secret = 'hunter2 "quoted"'
+    first = bot_yaml(
+        spec="  settings:\n"
+        '    styles: {buttonColor: "${secret:COLOUR}"}\n'
+        '    model: "${secret:COLOUR}"\n'
+        '    temp: "${secret:COLOUR}"\n'
+        '    visibility: "${secret:COLOUR}"\n'
+    )
+    second = bot_yaml(name="other", chatbot_id="${secret:ID}").replace(
+        "chatbotId: ${secret:ID}", 'chatbotId: "${secret:ID}"'
+    )
+    third = bot_yaml(name="third", chatbot_id="${secret:ID}").replace(
+        "chatbotId: ${secret:ID}", 'chatbotId: "${secret:ID}"'
+    )
+    path = write(tmp_path, "bot.yaml", first + "---\n" + second + "---\n" + third)
+    found = problems(path, environ={"COLOUR": secret, "ID": "bot-hunter2"})
+    text = "\n".join(map(str, found))
+    assert len(found) == 6, text
+    assert "hunter2" not in text
+    assert text.count("(secret)") == 6, text
+
+
+def test_names_differing_only_in_case_across_a_set_and_a_chatbot_are_an_error(
+    tmp_path: Path,
+) -> None:
+    """The chatbot would get both: the service may take them for one name."""
+    path = write(
+        tmp_path,
+        "bots.yaml",
+        "apiVersion: botctl/v1\nkind: AttributeSet\nmetadata: {name: billing}\nspec:\n"
+        "  customAttributes:\n    - {name: seats, type: number}\n---\n"
+        + bot_yaml(
+            spec="  attributeSets: [billing]\n  customAttributes:\n"
+            "    - {name: Seats, type: number}\n"
+        ),
+    )
+    found = [str(p) for p in problems(path)]
+    assert any(
+        "attribute name 'Seats' differs only in letter case from 'seats' (" in p
+        and "which the chatbot also gets" in p
+        for p in found
+    ), found
+
+
+def test_a_fifo_given_as_configuration_is_named_never_opened(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "bots.yaml"
+    os.mkfifo(fifo)
+    assert [str(p) for p in problems(fifo)] == [f"{fifo}:1:1: not a file or a directory"]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from botctl.config.export import export_document
 from botctl.config.loader import load_desired
 from botctl.models import LiveBot
+from botctl.resources.attributes import parse_live
 from botctl.resources.settings import ChatbotSettings, known_fields, read_live
 from tests.e2e_support import KEY, Bench
 
@@ -63,8 +64,17 @@ def test_export_of_off_rule_values_validates(
 
 
 # Values as the service's JSON may carry them: anything JSON can express, NaN included
-# (json.loads accepts it). Text without '$': escaping ${...} on export is another change.
-_text = st.text(st.characters(exclude_characters="$", exclude_categories=["Cs"]), max_size=12)
+# (json.loads accepts it). Text is rich in what interpolation reads: ${...}, $${, $$, the
+# names of variables that are set.
+_SPECIAL = ["${BOTCTL_API_KEY}", "${X:-d}", "${secret:X}", "$${", "$$", "$", "{", "}", "${"]
+_text = st.lists(
+    st.one_of(
+        st.text(st.characters(exclude_categories=["Cs"]), max_size=4), st.sampled_from(_SPECIAL)
+    ),
+    max_size=5,
+).map("".join)
+# Set, so that an unescaped reference would resolve silently rather than fail to load.
+ENVIRON = {"BOTCTL_API_KEY": "leaked-key", "X": "leaked-x"}
 _json_scalar = st.one_of(
     st.none(),
     st.booleans(),
@@ -90,19 +100,37 @@ _live_settings = st.dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(live=_live_settings)
-def test_every_export_validates_and_keeps_what_it_writes(live: dict[str, Any]) -> None:
+_attribute_records = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "number"]), "label": _text},
+        optional={"description": _text, "archived": st.booleans()},
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(live=_live_settings, records=_attribute_records)
+def test_every_export_validates_and_keeps_what_it_writes(
+    live: dict[str, Any], records: list[dict[str, Any]]
+) -> None:
     """Whatever the service holds, the exported document loads without an error, and every
-    setting it declares reads back exactly as the service holds it."""
+    setting and attribute it declares reads back exactly as the service holds it: text is
+    literal, whatever ${...} it holds, with variables of those names set."""
     observed, refused = read_live(live)
-    bot = LiveBot(chatbot_id="bot-1", settings=observed, refused=refused)
+    held_attributes = [{"name": f"a{i}", **record} for i, record in enumerate(records)]
+    attributes = parse_live("bot-1", held_attributes)
+    bot = LiveBot(chatbot_id="bot-1", settings=observed, refused=refused, attributes=attributes)
     text = export_document(bot, "bot", "BOTCTL_API_KEY")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bot.yaml"
         path.write_text(text, encoding="utf-8")
-        desired = load_desired([path], environ={})  # raises ConfigError on any error
+        desired = load_desired([path], environ=ENVIRON)  # raises ConfigError on any error
     (spec,) = desired.bots
+    assert spec.secret_values == frozenset()
+    assert [a.to_json() for a in spec.attributes] == [
+        {"archived": False, **a.to_json()} for a in attributes.values()
+    ]
     declared = spec.settings.json_fields
     # As read: in the write's spelling, members the contract does not have dropped.
     held = json.loads(json.dumps(known_fields(live, ChatbotSettings)))

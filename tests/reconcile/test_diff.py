@@ -271,3 +271,102 @@ def test_single_precision_read_back_is_not_a_change() -> None:
     assert same_value({"temp": 0.2}, {"temp": 0.20000000298023224})
     assert not same_value(0.2, 0.25)
     assert not same_value(["a", "b"], ["b", "a"])  # order of messages matters
+
+
+# --- records outside the contract, and letter case -----------------------------------------------
+
+OFF_CONTRACT: list[dict[str, Any]] = [
+    {"name": "has space", "type": "text", "label": "Odd"},
+    {"name": "pick", "type": "select"},
+    {"name": "flag", "type": "boolean", "archived": 0},
+]
+
+
+def test_off_contract_records_are_unmanageable_and_the_rest_planned_as_usual() -> None:
+    """One attribute record outside the contract's rules aborted plan, drift and export."""
+    plan = compute_plan(
+        desired(bot(attributes=[TEXT, {"name": "seats", "type": "number"}], prune=True)),
+        live(live_bot(attributes=[*OFF_CONTRACT, {**TEXT, "label": "Old"}])),
+        state(attributes={"pick": {"name": "pick", "type": "text"}}),
+    )
+    assert [(c.path, c.action) for c in changes(plan)] == [("seats", "create"), ("tier", "update")]
+    assert [(u.bot.name, u.name) for u in plan.unmanageable] == [
+        ("support", "flag"),
+        ("support", "has space"),
+        ("support", "pick"),
+    ]
+    # Never archived, not even with prune or when botctl once managed the name.
+    assert plan.unmanaged == ()
+    assert all(op.subject in ("seats", "tier") for op in plan.operations)
+    assert plan.summary()["unmanageable"] == 3
+
+
+def test_a_declared_attribute_held_off_contract_is_a_warning_not_a_write() -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[{"name": "pick", "type": "text"}, TEXT])),
+        live(live_bot(attributes=[{"name": "pick", "type": "select"}])),
+        State(),
+    )
+    assert [(c.path, c.action) for c in changes(plan)] == [("tier", "create")]
+    assert plan.warnings == (
+        "warning[BC304]: support: attribute 'pick' is declared, but the service holds it "
+        'outside the contract\'s rules (type "select" is not one of text, number, boolean, '
+        "date): botctl does not write it",
+    )
+
+
+@pytest.mark.parametrize(
+    ("observed", "recorded"),
+    [
+        ([{"name": "seats", "type": "number"}], {}),  # read now
+        (None, {"seats": {"name": "seats", "type": "number"}}),  # no reads: as recorded
+        ([{"name": "seats", "type": "select"}], {}),  # held off contract
+    ],
+    ids=["live", "recorded", "off-contract"],
+)
+def test_a_name_that_differs_from_a_held_one_only_in_case_is_impossible(
+    observed: list[dict[str, Any]] | None, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """`Seats` beside a live `seats` passed validate and failed at apply on every run (the
+    service refuses the create): it is an impossible change, planned as such."""
+    seen = live_bot(attributes=observed or [], attributes_readable=observed is not None)
+    with pytest.raises(ImpossibleChangeError) as caught:
+        compute_plan(
+            desired(bot(attributes=[{"name": "Seats", "type": "number"}])),
+            live(seen),
+            state(attributes=recorded),
+        )
+    assert (
+        "attribute 'Seats' is declared, and the service holds 'seats', which differs only in "
+        "letter case" in str(caught.value)
+    )
+    assert "declare it as 'seats'" in str(caught.value)
+
+
+def test_names_that_match_exactly_are_planned_whatever_else_differs_in_case() -> None:
+    """Two live names differing only in case (made elsewhere): each is its own attribute."""
+    plan = compute_plan(
+        desired(bot(attributes=[{"name": "seats", "type": "number", "label": "Seats"}])),
+        live(
+            live_bot(
+                attributes=[
+                    {"name": "Seats", "type": "number"},
+                    {"name": "seats", "type": "number"},
+                ]
+            )
+        ),
+        State(),
+    )
+    assert [(c.path, c.action) for c in changes(plan)] == [("seats", "update")]
+    assert [u.name for u in plan.unmanaged] == ["Seats"]
+
+
+def test_secrets_are_masked_in_what_an_unmanageable_record_shows() -> None:
+    plan = compute_plan(
+        desired(bot(attributes=[{"name": "pick", "type": "text"}], secret_values={"hunter2"})),
+        live(live_bot(attributes=[{"name": "pick", "type": "text", "label": ["hunter2"]}])),
+        State(),
+    )
+    assert [u.reason for u in plan.unmanageable] == ['label ["(secret)"] is not text']
+    assert "hunter2" not in "".join(plan.warnings)
+    assert "(secret)" in plan.warnings[0]

@@ -99,3 +99,38 @@ def test_collector_paused_restores_what_it_found() -> None:
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+SECRET = 'hunter2 "quoted"\n'  # escaped differently by repr and JSON
+
+
+def test_verification_masks_secrets_in_every_spelling() -> None:
+    """A value from ${secret:...} that reads back differently is quoted (repr-escaped) by the
+    warning: the secret shows as (secret), never in any escaped form."""
+    sent = f"Use {SECRET} carefully"
+    op = operation(body={"instructions": sent})
+    attr = {"name": "tier", "type": "text", "label": SECRET, "archived": False}
+    create = operation("create_attribute", "tier", attr)
+    report = ApplyReport((OpResult(op, "applied"), OpResult(create, "applied")))
+    now = live(
+        live_bot(
+            settings={"instructions": sent + "!"},
+            attributes=[{"name": "tier", "type": "text", "label": SECRET.upper()}],
+        )
+    )
+    notes = verify_applied(report, now, frozenset({SECRET}))
+    assert notes == [
+        "support: settings instructions was sent as 'Use (secret) carefully' but reads back as "
+        "'Use (secret) carefully!'",
+        "support: attribute tier label was sent as '(secret)' but reads back as "
+        "'HUNTER2 \"QUOTED\"\\n'",
+    ]
+
+
+def test_a_stale_plan_names_what_moved_without_secrets() -> None:
+    dep = Dependency("bot-1", "settings", "instructions", f"say {SECRET}")
+    plan = Plan(depends_on=(dep,), state_serial=3, state_lineage="L", secrets=frozenset({SECRET}))
+    with pytest.raises(StalePlanError) as caught:
+        check_fresh(plan, live(live_bot(settings={"instructions": SECRET})), 3, "L")
+    assert "bot-1 settings instructions: 'say (secret)' -> '(secret)'" in str(caught.value)
+    assert "hunter2" not in str(caught.value)

@@ -134,3 +134,48 @@ def test_attribute_writes_401_and_429(
     fault["status"] = 500
     admin.post("/_sandbox/faults", json=fault)
     assert api.request(method, path, json=body).status_code == 500
+
+
+def test_names_are_unique_in_any_case_and_identified_exactly(api: httpx.Client, bot: str) -> None:
+    """botctl's rule for letter case (README): a create that differs from a held name only in
+    case is refused, and the update's path names an attribute exactly."""
+    assert (
+        api.post(
+            f"/chatbots/{bot}/custom-attributes", json={"name": "seats", "type": "number"}
+        ).status_code
+        == 200
+    )
+    clash = api.post(f"/chatbots/{bot}/custom-attributes", json={"name": "Seats", "type": "number"})
+    assert clash.status_code == 400
+    missing = api.put(
+        f"/chatbots/{bot}/custom-attributes/Seats", json={"label": "x", "archived": False}
+    )
+    assert missing.status_code == 404
+    assert [name for name in attrs(api, bot) if name.lower() == "seats"] == ["seats"]
+
+
+def test_off_contract_records_are_listed_as_planted(
+    admin: httpx.Client, api: httpx.Client, bot: str
+) -> None:
+    odd: list[Any] = [
+        {"name": "a b", "type": "select"},
+        {"type": "text"},
+        {"name": "flag", "type": "boolean", "archived": 0},
+    ]
+    response = admin.patch(f"/_sandbox/chatbots/{bot}", json={"off_contract_attributes": odd})
+    assert response.status_code == 200, response.text
+    listed = api.get(f"/chatbots/{bot}/custom-attributes").json()["data"]
+    assert listed[-3:] == odd
+    # A well-formed create beside them still works, and one clashing in case with them not.
+    assert (
+        api.post(
+            f"/chatbots/{bot}/custom-attributes", json={"name": "ok", "type": "text"}
+        ).status_code
+        == 200
+    )
+    assert (
+        api.post(
+            f"/chatbots/{bot}/custom-attributes", json={"name": "Flag", "type": "text"}
+        ).status_code
+        == 400
+    )

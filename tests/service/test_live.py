@@ -196,11 +196,32 @@ def test_attributes_parse_leniently() -> None:
     }
 
 
-def test_an_invalid_attribute_record_is_a_service_error_naming_the_chatbot() -> None:
-    service = FakeService({"chatbots": [{"id": "b1"}]}, {"b1": [{"name": "x", "type": "json"}]})
-    with pytest.raises(ServiceError) as info:
-        read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
-    assert "chatbot b1: read attributes failed: unexpected attribute record 'x'" in str(info.value)
+OFF_CONTRACT = [
+    # record, the name shown, the reason
+    ({"name": "has space", "type": "text"}, "has space", 'name "has space" is not an attribute'),
+    ({"name": "x", "type": "select"}, "x", 'type "select" is not one of text, number'),
+    ({"name": "y", "type": "text", "archived": 0}, "y", "archived 0 is not true or false"),
+    ({"name": "z"}, "z", "no type"),
+    ({"type": "text", "label": "L"}, None, "no name"),
+    ({"name": 5, "type": "text"}, None, "name 5 is not text"),
+    ({"name": "w", "type": "text", "label": ["a"]}, "w", 'label ["a"] is not text'),
+]
+
+
+@pytest.mark.parametrize(("record", "name", "reason"), OFF_CONTRACT)
+def test_an_off_contract_attribute_record_is_set_aside_with_the_reason(
+    record: Any, name: str | None, reason: str
+) -> None:
+    """One record outside the contract's rules used to abort the read of the chatbot (and
+    the run): it is kept aside, and the chatbot's other attributes read as usual."""
+    good = {"name": "tier", "type": "text", "label": "Tier", "unknown_field": 1}
+    service = FakeService({"chatbots": [{"id": "b1"}]}, {"b1": [record, good]})
+    live = read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    found = live.bots["b1"]
+    assert found.attributes == {"tier": CustomAttribute(name="tier", type="text", label="Tier")}
+    [held] = found.off_contract
+    assert held.name == name
+    assert held.reason.startswith(reason), held.reason
 
 
 def test_a_bot_missing_from_the_list_does_not_exist_and_is_not_read_further() -> None:

@@ -86,6 +86,7 @@ def test_summary_counts_actions() -> None:
         "unarchive": 0,
         "reassert": 0,
         "unmanaged": 1,
+        "unmanageable": 1,
         "unverified": 3,
         "missing": 0,
         "operations": 4,

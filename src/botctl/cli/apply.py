@@ -116,11 +116,19 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "
         "attempted."
     )
-    if not report.ok:
+    if outcome.state_error is not None:
+        err(
+            f"error: {outcome.state_error}: what was applied since its last write is not "
+            "recorded. The service holds it: once the state can be written, `botctl apply` "
+            "reads the service and sends what is left, and again what it cannot read back "
+            "(`botctl refresh` records what the service holds as declared)."
+        )
+    elif not report.ok:
         err(
             "error: some operations failed (listed above); the state file records what was "
             "applied, so re-running `botctl apply` does only what is left."
         )
+    if outcome.state_error is not None or not report.ok:
         return EXIT_ERROR
     if missing is not None:
         raise missing

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
+from botctl.annotations import inert
+
 if TYPE_CHECKING:
     from botctl.reconcile.apply import OpResult
 
@@ -23,7 +25,10 @@ def colour_enabled(stream: Any = None) -> bool:
 
 
 def err(message: str) -> None:
-    click.echo(message, err=True)
+    """A message on stderr; text in it from the service or the YAML (an error's words, a
+    chatbot's name) carries no terminal escape sequence or CI runner command
+    (``annotations.inert``)."""
+    click.echo(inert(message), err=True)
 
 
 def print_warnings(warnings: Iterable[str]) -> None:
@@ -66,7 +71,8 @@ class Progress:
         self.done += 1
         note = f": {result.message}" if result.message else ""
         prefix = "\r\x1b[K" if self.live else ""
-        click.echo(f"{prefix}{self.LABELS[result.status]}  {result.operation.label}{note}")
+        line = inert(f"{self.LABELS[result.status]}  {result.operation.label}{note}")
+        click.echo(f"{prefix}{line}")
         if self.live:
             click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
 

@@ -66,8 +66,8 @@ def export(
       botctl export --all --out bots/          # adopt every chatbot of the account
       botctl export ckl123abc456               # print one document
     """
-    from botctl.config.export import export_documents, write_documents
-    from botctl.pipeline.flows import read_for_export, record_export
+    from botctl.config.export import export_documents
+    from botctl.pipeline.flows import read_for_export, record_export, write_exported
     from botctl.service.options import ServiceOptions
 
     if bool(chatbot_ids) == export_all:
@@ -80,13 +80,17 @@ def export(
         timeout=request_timeout,
         max_response_bytes=max_response_bytes,
     )
-    bots = run_async(read_for_export(list(chatbot_ids), api_key_env, os.environ, options))
+    bots = run_async(
+        read_for_export(
+            list(chatbot_ids), api_key_env, os.environ, options, lambda m: err(f"warning: {m}")
+        )
+    )
     exported = export_documents(bots, api_key_env)
     if out is None:
         click.echo("---\n".join(doc.text for doc in exported), nl=False)
         err("The state was not changed: with --out, export also records each chatbot's baseline.")
         return EXIT_OK
-    for path in write_documents(out, exported):
+    for path in write_exported(out, exported):
         click.echo(f"wrote {path}")
     record_export(state_path, lock_timeout, exported, api_key_env)
     from botctl.store.backends import describe

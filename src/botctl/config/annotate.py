@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from botctl.config.export import BlockStringDumper
+from botctl.config.export import BlockStringDumper, literal
 from botctl.config.resolve import Origin, ResolvedBot
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.resources.attributes import CustomAttribute
@@ -74,7 +74,9 @@ class _Document:
                 self.leaf(indent, key, value, (*path, key))
 
     def mask(self, value: Any) -> Any:
-        return mask_secrets(value, self.bot.spec.secret_values)
+        """As written back: secrets masked, and ``${`` as ``$${`` (export's rule), so that the
+        document loads as the value, never as a variable of whoever loads it."""
+        return literal(mask_secrets(value, self.bot.spec.secret_values))
 
     def text(self) -> str:
         widths = [len(text) for text, note in self.lines if note and len(text) <= _ALIGN_MAX]
@@ -128,7 +130,7 @@ def annotated_document(bot: ResolvedBot) -> str:
     if spec.ignore_attributes:
         doc.plain("  ignoreAttributes:")
         for pattern, origin in zip(spec.ignore_attributes, bot.ignore_origins, strict=True):
-            (line,) = _dump([pattern])
+            (line,) = _dump([literal(pattern)])
             doc.lines.append((f"    {line}", _where(origin)))
     if spec.max_archive_percent is not None:
         doc.plain("  safety:")

@@ -36,22 +36,34 @@ def check_model(source: Source, settings: Any, allow_unknown_models: bool, found
         )
 
 
+# Two attribute names a chatbot may not both have: the service may take them for one.
+CASE_CLASH = "differs only in letter case from"
+
+
 def check_attributes(source: Source, attributes: Any, found: Findings) -> None:
-    """Names unique within the document, and the stricter naming guide (a warning)."""
-    seen: dict[str, int] = {}
+    """Names unique within the document in any letter case (README: attribute names and
+    letter case), and the stricter naming guide (a warning)."""
+    seen: dict[str, tuple[str, int]] = {}  # by name in any case: the name as written, item
     for i, attr in enumerate(attributes if isinstance(attributes, tuple) else ()):
         name = attr.get("name") if isinstance(attr, dict) else None
         if not isinstance(name, str):
             continue
         path = ("spec", "customAttributes", i, "name")
-        if name in seen:
+        first = seen.get(name.casefold())
+        if first is not None and first[0] == name:
             found.error(
                 source,
                 path,
-                f"duplicate attribute name {name!r} (also item {seen[name] + 1} of "
+                f"duplicate attribute name {name!r} (also item {first[1] + 1} of customAttributes)",
+            )
+        elif first is not None:
+            found.error(
+                source,
+                path,
+                f"attribute name {name!r} {CASE_CLASH} {first[0]!r} (item {first[1] + 1} of "
                 "customAttributes)",
             )
-        seen.setdefault(name, i)
+        seen.setdefault(name.casefold(), (name, i))
         valid = re.match(contract.ATTRIBUTE_NAME_PATTERN, name)
         if valid and not re.match(contract.ATTRIBUTE_NAME_STRICT_PATTERN, name):
             found.warn(

@@ -12,6 +12,7 @@ Three kinds of document (README "Configuration format"):
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
@@ -23,11 +24,26 @@ from botctl.resources.settings import ChatbotSettings
 
 # `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
 HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$(?!\n)"
+# A handle names export's file (<handle>.yaml, within any file system's 255 bytes) and lines
+# of every plan: a hundred characters are plenty.
+HANDLE_MAX_LENGTH = 100
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$(?!\n)"
 KINDS = ("Chatbot", "AttributeSet", "Defaults")
 
-Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN)]
+Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN, max_length=HANDLE_MAX_LENGTH)]
 IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
+
+
+def chatbot_id_problem(chatbot_id: str) -> str | None:
+    """Why botctl cannot put ``chatbot_id`` into a request path (None: it can): the rule
+    ``spec.chatbotId`` follows, for ids from elsewhere (the command line, a chatbot list)."""
+    if len(chatbot_id) > contract.CHATBOT_ID_MAX_LENGTH:
+        return f"longer than {contract.CHATBOT_ID_MAX_LENGTH} characters"
+    if not chatbot_id or not re.match(contract.CHATBOT_ID_PATTERN, chatbot_id):
+        return (
+            "not one URL path segment (letters, digits, '.', '_', '~' or '-', and not '.' or '..')"
+        )
+    return None
 
 
 class _Strict(BaseModel):
@@ -63,8 +79,16 @@ class Lint(_Strict):
 
 
 class Spec(_Strict):
-    chatbotId: Annotated[str, StringConstraints(min_length=1)] = Field(
-        description="The chatbot's id on the service."
+    chatbotId: Annotated[
+        str,
+        StringConstraints(
+            min_length=1,
+            max_length=contract.CHATBOT_ID_MAX_LENGTH,
+            pattern=contract.CHATBOT_ID_PATTERN,
+        ),
+    ] = Field(
+        description="The chatbot's id on the service: one URL path segment (letters, digits, "
+        "'.', '_', '~', '-'; not '.' or '..')."
     )
     apiKeyEnv: Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)] = Field(
         default=DEFAULT_API_KEY_ENV,

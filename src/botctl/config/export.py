@@ -1,10 +1,12 @@
 """Live chatbots -> YAML documents of botctl's format, so a team can adopt bots that exist.
 
-It formats what was read, and writes the documents (all or none). Settings the service does
+It formats what was read, and names the documents' files (checked before anything is
+written; ``store.files.write_new_files`` writes them all or none). Settings the service does
 not let botctl read are listed in a comment of each document, so nobody mistakes "not
 exported" for "not set". A value the service holds but `botctl validate` refuses (a negative
 ipLimit, a model newer than this botctl) is written in a comment too, never as a setting: an
-exported file always validates.
+exported file always validates. Text is exported literally: ``${`` is written ``$${``, so
+nothing the service holds is read back as a variable.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import yaml
 
 from botctl import contract
+from botctl.config.document import HANDLE_MAX_LENGTH
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import BotctlError
 from botctl.models import LiveBot
@@ -27,11 +30,15 @@ from botctl.resources.settings import ChatbotSettings
 SCHEMA_LINE = "# yaml-language-server: $schema=../schemas/botctl.schema.json"
 
 
+# Of a handle made from a name: room left for "-<n>" within HANDLE_MAX_LENGTH.
+HANDLE_BASE_LENGTH = HANDLE_MAX_LENGTH - 10
+
+
 def handle_for(chatbot_id: str, settings: ChatbotSettings | None, taken: set[str]) -> str:
-    """A metadata.name from the chatbot's name (or id), unique among ``taken``."""
+    """A metadata.name from the chatbot's name (or id), unique among ``taken``; always one
+    `botctl validate` accepts (a name of 300 characters makes a handle of 90)."""
     name = settings.name if settings is not None else None
-    base = re.sub(r"[^a-z0-9]+", "-", str(name or chatbot_id).lower()).strip("-")
-    base = base or re.sub(r"[^a-z0-9]+", "-", chatbot_id.lower()).strip("-") or "chatbot"
+    base = _slug(str(name or chatbot_id)) or _slug(chatbot_id) or "chatbot"
     if not base[0].isalnum():
         base = f"bot-{base}"
     handle, n = base, 2
@@ -39,6 +46,23 @@ def handle_for(chatbot_id: str, settings: ChatbotSettings | None, taken: set[str
         handle, n = f"{base}-{n}", n + 1
     taken.add(handle)
     return handle
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower())[:HANDLE_BASE_LENGTH].strip("-")
+
+
+def literal(value: Any) -> Any:
+    """``value`` with every ``${`` of its strings written ``$${``: the loader interpolates
+    ``${VAR}`` in every string it reads, so a dashboard text holding ``${BOTCTL_API_KEY}``
+    would come back as the key (printed, stored, sent). Escaped, it comes back as written."""
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    if isinstance(value, list | tuple):
+        return [literal(item) for item in value]
+    if isinstance(value, dict):
+        return {key: literal(item) for key, item in value.items()}
+    return value
 
 
 class BlockStringDumper(yaml.SafeDumper):
@@ -90,11 +114,12 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         spec["apiKeyEnv"] = api_key_env
     observed, refused = split_settings(bot)
     if observed:
-        spec["settings"] = observed
+        spec["settings"] = literal(observed)
     attributes = sorted((bot.attributes or {}).values(), key=lambda a: a.name)
     if attributes:
         spec["customAttributes"] = [
-            {k: v for k, v in a.to_json().items() if k != "archived" or v} for a in attributes
+            literal({k: v for k, v in a.to_json().items() if k != "archived" or v})
+            for a in attributes
         ]
     spec["prune"] = False
     document = {
@@ -115,6 +140,16 @@ def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
         lines += [f"#   {n}: {_shown(value)}  ({why})" for n, (value, why) in refused.items()]
     if bot.attributes is None:
         lines.append("# The attribute list could not be read: customAttributes not exported.")
+    if bot.off_contract:
+        lines.append(
+            "# Attributes held outside the contract's rules, so not exported (botctl never "
+            "writes them):"
+        )
+        lines += [
+            f"#   {_shown(record.name) if record.name is not None else '(no name)'}: "
+            f"{_shown(record.reason)[1:-1]}"
+            for record in bot.off_contract
+        ]
     body = yaml.dump(
         document, Dumper=BlockStringDumper, sort_keys=False, allow_unicode=True, width=100
     )
@@ -144,17 +179,14 @@ def export_documents(bots: Sequence[LiveBot], api_key_env: str) -> list[Exported
     return exported
 
 
-def write_documents(out: Path, exported: Sequence[Exported]) -> list[Path]:
-    """Write every document into ``out``, or none: an existing file is never overwritten, and
-    that is checked for all of them before the first is written."""
-    targets = [out / doc.file_name for doc in exported]
-    clashing = [str(target) for target in targets if target.exists()]
+def document_files(out: Path, exported: Sequence[Exported]) -> list[tuple[Path, str]]:
+    """Each document's file in ``out`` and its text, checked before anything is written:
+    a file that exists is never overwritten, so one is an error naming every such file."""
+    files = [(out / doc.file_name, doc.text) for doc in exported]
+    clashing = [str(path) for path, _ in files if path.exists() or path.is_symlink()]
     if clashing:
         raise BotctlError(
             f"{', '.join(clashing)} already exist(s): not overwritten, and nothing was written "
             "(remove them or choose another --out)"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    for target, doc in zip(targets, exported, strict=True):
-        target.write_text(doc.text, encoding="utf-8")
-    return targets
+    return files

@@ -11,6 +11,7 @@ never configuration documents.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from botctl.config.checks import disabled_codes
@@ -18,9 +19,10 @@ from botctl.config.interpolate import Interpolator, interpolate_tree
 from botctl.config.project import PROJECT_FILE_NAMES
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
-from botctl.config.yamlnodes import LocatedDocument, parse_documents
+from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
+from botctl.values import mask_secrets_in_text
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -63,7 +65,9 @@ def load_fleet(
     fleet = resolve(sources, found, allow_unknown_models)
     if files and not fleet.bots and not found.has_errors:
         found.add(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
-    final = found.final()
+    # A message may quote a value resolved from ${secret:...}: never its text, in any spelling.
+    secrets = {secret for source in sources for secret in source.secrets}
+    final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
     if any(p.severity == "error" for p in final):
         raise ConfigError(final)
     return Fleet(fleet.bots, tuple(str(p) for p in final), fleet.declared_ids)
@@ -94,6 +98,8 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
             )
         elif path.is_file():
             found.append(path)
+        elif path.exists():  # a FIFO or a device: never opened (a FIFO would block the run)
+            problems.append(Problem(str(path), 1, 1, "not a file or a directory"))
         else:
             problems.append(Problem(str(path), 1, 1, "no such file or directory"))
     return list(dict.fromkeys(found))
@@ -101,9 +107,13 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
 
 def _documents(file: Path, problems: list[Problem]) -> list[LocatedDocument]:
     try:
-        data = file.read_bytes()
+        with file.open("rb") as handle:  # never more than the limit, however large the file
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         problems.append(Problem(str(file), 1, 1, f"cannot read: {exc.strerror}"))
+        return []
+    if len(data) > MAX_FILE_BYTES:
+        problems.append(Problem(str(file), 1, 1, FILE_TOO_LARGE))
         return []
     try:
         text = data.decode("utf-8")

@@ -83,9 +83,17 @@ def fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
+CHATBOT_ID_RULE = (
+    "must be one URL path segment: letters, digits, '.', '_', '~' or '-', and not '.' or "
+    "'..' (a chatbot id goes into request paths as written)"
+)
+
+
 def _pattern_hint(field: str, loc: tuple[str | int, ...]) -> str:
     if (loc and loc[0] == "metadata") or field == "attributeSets":
         return "must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+    if field == "chatbotId":
+        return CHATBOT_ID_RULE
     if field == "apiKeyEnv":
         return "must be an environment variable name such as SUPPORT_BOT_KEY"
     if field == "model":
@@ -118,6 +126,9 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
         return f"{field}: must be a finite number, got {show(value)}"
     if kind == "string_too_short":
         return f"{field}: must not be empty"
+    if kind == "string_too_long":
+        length = len(value) if isinstance(value, str) else "more"
+        return f"{field}: must be at most {ctx.get('max_length')} characters, got {length}"
     if kind in _KINDS:
         got = "null" if value is None else f"{yaml_type(value)} {show(value)}"
         # An unquoted 2024-01-01, 1.10 or yes is read by YAML as a date, number or boolean.

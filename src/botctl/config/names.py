@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from botctl.config.loader import SUFFIXES
-from botctl.config.yamlnodes import parse_documents
+from botctl.config.yamlnodes import MAX_FILE_BYTES, parse_documents
 
 MAX_FILES = 1000
 
@@ -25,9 +25,15 @@ def declared_names(paths: Sequence[Path]) -> list[str]:
     for index, file in enumerate(_yaml_files(paths)):
         if index >= MAX_FILES:
             break
+        if not file.is_file():  # a FIFO would block the Tab press
+            continue
         try:
-            text = file.read_text(encoding="utf-8")
+            with file.open("rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
+            continue
+        if len(data) > MAX_FILE_BYTES:
             continue
         documents, _ = parse_documents(text, str(file))
         for doc in documents:

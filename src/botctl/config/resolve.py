@@ -28,7 +28,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from botctl import lint
-from botctl.config.checks import check_attributes, check_match_expressions, check_model
+from botctl.config.checks import (
+    CASE_CLASH,
+    check_attributes,
+    check_match_expressions,
+    check_model,
+)
 from botctl.config.document import (
     KINDS,
     MERGED,
@@ -473,7 +478,25 @@ class _Resolver:
         origins = tuple(
             (s.source, ("spec", "customAttributes", j)) for _, s, j in chosen.values()
         ) + tuple((source, ("spec", "customAttributes", i)) for i in range(len(own)))
+        self._case_clashes(attributes, origins)
         return attributes, origins
+
+    def _case_clashes(
+        self, attributes: Sequence[CustomAttribute], origins: Sequence[Origin]
+    ) -> None:
+        """Names from different documents (a set's and the chatbot's own, two sets') that
+        differ only in letter case: an error where the later one is declared."""
+        first: dict[str, int] = {}
+        for i, attribute in enumerate(attributes):
+            j = first.setdefault(attribute.name.casefold(), i)
+            if j != i and attributes[j].name != attribute.name:
+                (source, path), (other, other_path) = origins[i], origins[j]
+                self.found.error(
+                    source,
+                    (*path, "name"),
+                    f"attribute name {attribute.name!r} {CASE_CLASH} {attributes[j].name!r} "
+                    f"({other.where(other_path)}), which the chatbot also gets",
+                )
 
     def _conflict(
         self,

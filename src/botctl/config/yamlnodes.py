@@ -1,22 +1,64 @@
 """YAML text -> plain Python values plus the line:column of every key and value.
 
-PyYAML's composer keeps each node's position; constructing values directly (``safe_load``)
+PyYAML's nodes keep each value's position; constructing values directly (``safe_load``)
 loses it. Walking the node tree ourselves keeps both, so every later problem can point at the
 exact key or value it is about. Duplicate keys, which PyYAML silently lets win, are errors.
+
+Hostile input is bounded before it can cost much (README, Limits): nesting deeper than
+``MAX_DEPTH`` levels, and aliases that would expand to more than ``MAX_ALIAS_NODES`` values
+or ``MAX_ALIAS_CHARS`` characters (a 472-byte "billion laughs" document expands to 10^9), are
+located errors. The nodes are composed here, from libyaml's events, in a loop rather than by
+PyYAML's composers: libyaml's recurses in C once per level and overflows the C stack (a
+segfault) on a document nested 100,000 levels deep; PyYAML's recurses in Python and raises
+RecursionError. The loop knows the depth and what every alias expands to as it goes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml import events
+from yaml.resolver import Resolver
 
 from botctl.errors import Problem
 
-# libyaml's parser when PyYAML has it (it usually does): the same nodes and marks, much
-# faster (see README, Benchmarks).
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_DEPTH = 100  # nested collections; a chatbot document needs 6
+MAX_ALIAS_NODES = 10_000  # values built through aliases, per document
+MAX_ALIAS_CHARS = 10_000_000  # characters of scalars built through aliases, per document
+MAX_FILE_BYTES = 10 * 2**20  # of one configuration file (config.loader reads no more)
+
+
+def _parser_class() -> type[Any]:
+    """libyaml's parser when PyYAML has it (it usually does): the same events and marks, much
+    faster (see README, Benchmarks); else PyYAML's own."""
+    try:
+        from yaml._yaml import CParser
+    except ImportError:  # pragma: no cover - PyYAML built without libyaml
+        from yaml.parser import Parser
+        from yaml.reader import Reader
+        from yaml.scanner import Scanner
+
+        class PyParser(Reader, Scanner, Parser, Resolver):
+            def __init__(self, text: str) -> None:
+                Reader.__init__(self, text)
+                Scanner.__init__(self)
+                Parser.__init__(self)
+                Resolver.__init__(self)
+
+        return PyParser
+
+    class FastParser(CParser, Resolver):
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            Resolver.__init__(self)
+
+    return FastParser
+
+
+_PARSER = _parser_class()
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -65,6 +107,10 @@ class _Walker:
     def value(self, node: yaml.Node, path: Path) -> Any:
         self.doc.values[path] = _mark(node)
         if isinstance(node, yaml.CollectionNode):
+            if len(path) >= MAX_DEPTH:  # nested through aliases: each level was written once
+                line, col = _mark(node)
+                self.problems.append(Problem(self.doc.file, line, col, DEPTH_MESSAGE))
+                return None
             if id(node) in self.open:
                 line, col = _mark(node)
                 self.problems.append(
@@ -169,18 +215,156 @@ class _Walker:
                 del index[known]
 
 
+class LimitExceeded(yaml.MarkedYAMLError):
+    """Input beyond botctl's bounds: valid YAML, refused."""
+
+
+class _Open:
+    """A collection being composed, and what its children weigh so far."""
+
+    __slots__ = ("anchor", "chars", "key", "node", "values")
+
+    def __init__(self, node: yaml.CollectionNode, anchor: str | None) -> None:
+        self.node = node
+        self.anchor = anchor
+        self.key: yaml.Node | None = None  # a mapping's key waiting for its value
+        self.values = 1  # what the collection builds: itself and its children
+        self.chars = 0
+
+
+def _compose_all(text: str) -> Iterator[yaml.Node]:
+    """The root node of every document, as PyYAML's composer builds them (anchors, aliases,
+    resolved tags, marks), in a loop; raises LimitExceeded beyond the bounds above and
+    yaml.MarkedYAMLError for invalid YAML."""
+    parser = _PARSER(text)
+    get_event, resolve = parser.get_event, parser.resolve
+    anchors: dict[str, yaml.Node] = {}
+    # What each anchored value builds (values, characters), once complete: what an alias
+    # to it costs. An alias to a collection still open (itself) is the walker's error.
+    weights: dict[str, tuple[int, int]] = {}
+    stack: list[_Open] = []
+    via_aliases = [0, 0]
+    root: yaml.Node | None = None
+    while True:
+        event = get_event()
+        kind = type(event)
+        node: yaml.Node
+        if kind is events.ScalarEvent:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(yaml.ScalarNode, event.value, event.implicit)
+            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            weight = (1, len(event.value))
+            _anchor(anchors, event, node)
+            if event.anchor is not None:
+                weights[event.anchor] = weight
+        elif kind is events.SequenceStartEvent or kind is events.MappingStartEvent:
+            if len(stack) >= MAX_DEPTH:
+                raise LimitExceeded(None, None, DEPTH_MESSAGE, event.start_mark)
+            collection = (
+                yaml.SequenceNode if kind is events.SequenceStartEvent else yaml.MappingNode
+            )
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(collection, None, event.implicit)
+            opened = collection(tag, [], event.start_mark, None, event.flow_style)
+            _anchor(anchors, event, opened)
+            stack.append(_Open(opened, event.anchor))
+            continue
+        elif kind is events.SequenceEndEvent or kind is events.MappingEndEvent:
+            closed = stack.pop()
+            node = closed.node
+            node.end_mark = event.end_mark
+            weight = (closed.values, closed.chars)
+            if closed.anchor is not None:
+                weights[closed.anchor] = weight
+        elif kind is events.AliasEvent:
+            if event.anchor not in anchors:
+                raise yaml.composer.ComposerError(
+                    None, None, f"found undefined alias {event.anchor!r}", event.start_mark
+                )
+            node = anchors[event.anchor]
+            weight = weights.get(event.anchor, (1, 0))
+            via_aliases[0] += weight[0]
+            via_aliases[1] += weight[1]
+            if via_aliases[0] > MAX_ALIAS_NODES:
+                raise LimitExceeded(None, None, ALIAS_NODES_MESSAGE, event.start_mark)
+            if via_aliases[1] > MAX_ALIAS_CHARS:
+                raise LimitExceeded(None, None, ALIAS_CHARS_MESSAGE, event.start_mark)
+        elif kind is events.DocumentStartEvent:
+            anchors, weights, via_aliases = {}, {}, [0, 0]
+            continue
+        elif kind is events.DocumentEndEvent:
+            if root is not None:
+                yield root
+            root = None
+            continue
+        elif kind is events.StreamEndEvent:
+            return
+        else:  # the stream's start
+            continue
+        if not stack:
+            root = node
+            continue
+        parent = stack[-1]
+        parent.values += weight[0]
+        parent.chars += weight[1]
+        if isinstance(parent.node, yaml.SequenceNode):
+            parent.node.value.append(node)
+        elif parent.key is None:
+            parent.key = node
+        else:
+            parent.node.value.append((parent.key, node))
+            parent.key = None
+
+
+DEPTH_MESSAGE = (
+    f"nested deeper than {MAX_DEPTH} levels: botctl does not read deeper YAML (a chatbot "
+    "document needs 6)"
+)
+ALIAS_NODES_MESSAGE = (
+    f"with this alias, the document's aliases expand to more than {MAX_ALIAS_NODES:,} "
+    "values: botctl does not build them (an alias bomb?)"
+)
+ALIAS_CHARS_MESSAGE = (
+    f"with this alias, the document's aliases expand to more than {MAX_ALIAS_CHARS:,} "
+    "characters: botctl does not build them (an alias bomb?)"
+)
+FILE_TOO_LARGE = (
+    f"larger than {MAX_FILE_BYTES // 2**20} MiB: botctl does not read a configuration file "
+    "this large (split it into several files)"
+)
+
+
+def _anchor(anchors: dict[str, yaml.Node], event: Any, node: yaml.Node) -> None:
+    if event.anchor is None:
+        return
+    first = anchors.get(event.anchor)
+    if first is not None:
+        raise yaml.composer.ComposerError(
+            f"found duplicate anchor {event.anchor!r}; first occurrence",
+            first.start_mark,
+            "second occurrence",
+            event.start_mark,
+        )
+    anchors[event.anchor] = node
+
+
 def parse_documents(text: str, file: str) -> tuple[list[LocatedDocument], list[Problem]]:
-    """Every non-empty document of a YAML stream, located; YAML errors as located problems."""
+    """Every non-empty document of a YAML stream, located; YAML errors, and input beyond
+    botctl's bounds, as located problems."""
     problems: list[Problem] = []
     documents: list[LocatedDocument] = []
     try:
-        for node in yaml.compose_all(text, Loader=_LOADER):
-            if node is None:
-                continue
+        for node in _compose_all(text):
             doc = LocatedDocument(file=file, value=None, start=_mark(node))
             doc.value = _Walker(doc, problems).value(node, ())
             if doc.value is not None:
                 documents.append(doc)
+    except LimitExceeded as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problems.append(Problem(file, line, col, str(exc.problem)))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

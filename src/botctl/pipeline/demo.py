@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import botctl
-from botctl.config.export import export_documents, write_documents
+from botctl.config.export import export_documents
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.models import Desired
 from botctl.pipeline.flows import (
@@ -23,6 +23,7 @@ from botctl.pipeline.flows import (
     make_plan,
     read_for_export,
     record_export,
+    write_exported,
 )
 from botctl.pipeline.workspace import Workspace, load
 from botctl.reconcile.apply import OpResult
@@ -128,7 +129,7 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     env = DEFAULT_API_KEY_ENV
     found = await read_for_export([ADOPTED], env, ws.environ, ws.service)
     exported = export_documents(found, env)
-    for path in write_documents(adopted, exported):
+    for path in write_exported(adopted, exported):
         echo(f"   wrote {path.name}")
     record_export(ws.state_path, 0.0, exported, env)
     echo("")

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from botctl import lint
-from botctl.config.export import Exported
+from botctl.config.document import chatbot_id_problem
+from botctl.config.export import Exported, document_files
 from botctl.defaults import DEFAULT_PARALLELISM
-from botctl.errors import BotctlError, PlanError, ReadsUnavailable, ServiceError
+from botctl.errors import (
+    BotctlError,
+    PlanError,
+    ReadsUnavailable,
+    ServiceError,
+    StateWriteError,
+)
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.plan import BotRef, Plan
@@ -24,6 +32,7 @@ from botctl.service.connect import connect
 from botctl.service.live import read_live, refused_read_notes
 from botctl.service.options import ServiceOptions
 from botctl.store.backends import StateLocation, open_backend
+from botctl.store.files import write_new_files
 from botctl.store.lock import StateLock
 from botctl.store.state import StateWriter, load_state, read_state, save_state
 
@@ -33,6 +42,9 @@ class ApplyOutcome:
     plan: Plan
     report: ApplyReport
     not_taken: tuple[str, ...]  # values the service did not keep as sent
+    # Why the state could not be written at the end (a full disk): what was applied since
+    # its last write is not recorded.
+    state_error: StateWriteError | None = None
 
 
 @dataclass(frozen=True)
@@ -119,17 +131,20 @@ async def run_apply(
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())
                 writer.flush()
+                writer.raise_if_failed()
                 return None
             enforce_safety(plan, force=ws.force)
             if not confirm(plan):
                 return None
             _record(writer, baseline.matching(desired, live) if desired else ())
+            writer.flush()
+            writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
             try:
                 report = await _apply_recording(plan, clients, writer, ws, on_result)
-                notes = await _read_back(report, bots, clients, writer, ws)
+                notes = await _read_back(report, bots, clients, writer, ws, plan.secrets)
             finally:
                 writer.flush()
-    return ApplyOutcome(plan, report, tuple(notes))
+    return ApplyOutcome(plan, report, tuple(notes), writer.error)
 
 
 async def apply_unattended(
@@ -196,6 +211,7 @@ async def _read_back(
     clients: Mapping[str, ServiceClient],
     writer: StateWriter,
     ws: Workspace,
+    secrets: frozenset[str],
 ) -> list[str]:
     """Re-read the chatbots written to: record what reads back as sent as verified, and
     report what does not. A failing read only costs the check: the writes are done and
@@ -209,7 +225,7 @@ async def _read_back(
     except ServiceError as exc:
         return [f"could not read back to verify: {exc}"]
     _record(writer, baseline.read_back(report, after))
-    return verify_applied(report, after)
+    return verify_applied(report, after, secrets)
 
 
 async def run_refresh(ws: Workspace) -> RefreshOutcome:
@@ -228,6 +244,7 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
         _record(writer, found)
         written = writer.dirty
         writer.flush()
+        writer.raise_if_failed()
     plan = compute_plan(desired, live, state)
     return RefreshOutcome(
         bots=len(desired.bots),
@@ -240,9 +257,18 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
 
 
 async def read_for_export(
-    chatbot_ids: list[str], api_key_env: str, environ: Mapping[str, str], options: ServiceOptions
+    chatbot_ids: list[str],
+    api_key_env: str,
+    environ: Mapping[str, str],
+    options: ServiceOptions,
+    warn: Callable[[str], None] = lambda _: None,
 ) -> list[LiveBot]:
-    """Read chatbots to export: the ids given, or every chatbot of the account."""
+    """Read chatbots to export: the ids given, or every chatbot of the account. An id botctl
+    cannot put into a request path is refused before any request when given, and skipped
+    with a ``warn``ing when the service lists it (it could reach another endpoint)."""
+    unusable = [f"{c!r}, {why}" for c in chatbot_ids if (why := chatbot_id_problem(c))]
+    if unusable:
+        raise BotctlError(f"unusable chatbot id: {'; '.join(unusable)}; nothing was read")
     ref = BotRef("export", "", api_key_env)
     async with connect([ref], environ, options) as clients:
         client = clients[api_key_env]
@@ -251,8 +277,12 @@ async def read_for_export(
                 records = await client.list_chatbots()
             except ReadsUnavailable as exc:
                 raise BotctlError(f"export needs the chatbot list: {exc}") from None
-            chatbot_ids = sorted(str(r.get("id") or r.get("chatbotId") or "") for r in records)
-            chatbot_ids = [c for c in chatbot_ids if c]
+            listed = sorted(str(r.get("id") or r.get("chatbotId") or "") for r in records)
+            for chatbot_id in listed:
+                why = chatbot_id_problem(chatbot_id) if chatbot_id else None
+                if why:
+                    warn(f"the chatbot list holds the id {chatbot_id!r}, {why}: not exported")
+            chatbot_ids = [c for c in listed if c and not chatbot_id_problem(c)]
         bots = [BotSpec(name=c, chatbot_id=c, api_key_env=api_key_env) for c in chatbot_ids]
         live = await read_live(bots, clients, concurrency=DEFAULT_PARALLELISM)
     missing = [c for c in chatbot_ids if not live.bots[c].exists]
@@ -264,6 +294,21 @@ async def read_for_export(
             "offer it: nothing to export"
         )
     return [live.bots[c] for c in chatbot_ids]
+
+
+def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:
+    """Write every exported document into ``out``, or none: never over an existing file."""
+    files = document_files(out, exported)
+    try:
+        write_new_files(files)
+    except FileExistsError as exc:  # created since the check
+        raise BotctlError(
+            f"{exc.filename} already exists: not overwritten, and nothing was written"
+        ) from None
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else f" into {out}"
+        raise BotctlError(f"cannot write{where}: {exc.strerror}; nothing was written") from None
+    return [path for path, _ in files]
 
 
 def record_export(

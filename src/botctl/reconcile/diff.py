@@ -47,6 +47,7 @@ def compute_plan(
     plan = Plan(
         operations=tuple(_with_detail(op) for part in parts for op in part.operations),
         unmanaged=tuple(u for part in parts for u in part.unmanaged),
+        unmanageable=tuple(u for part in parts for u in part.unmanageable),
         unverified=sum(part.unverified for part in parts),
         depends_on=tuple(d for part in parts for d in part.depends_on),
         state_serial=state.serial if state.lineage else None,
@@ -109,6 +110,7 @@ def plan_bot(bot: BotSpec, live: LiveBot | None, state: State, *, reassert: bool
         ignore=bot.ignore_attributes,
         secrets=secrets,
         out=out,
+        off_contract=live.off_contract if live is not None else (),
     )
     return out
 

@@ -38,9 +38,11 @@ from botctl.plan import (
     Change,
     ItemChange,
     Resource,
+    Unmanageable,
     bot_document,
     change_document,
     detail_documents,
+    unmanageable_document,
 )
 from botctl.reconcile.detail import item_changes
 from botctl.reconcile.diff import compute_plan
@@ -116,6 +118,9 @@ class DriftReport:
     unverified: int
     bots: tuple[BotRef, ...]
     unmanaged_chatbots: tuple[UnmanagedChatbot, ...] = ()
+    # Live attribute records outside the contract's rules: reported, never drift botctl can
+    # act on (not counted).
+    unmanageable: tuple[Unmanageable, ...] = ()
     acknowledged: frozenset[tuple[str, str, str]] = frozenset()  # item keys skipped
     expired: tuple[DriftItem, ...] = ()  # items whose acknowledgement has expired
     warnings: tuple[str, ...] = field(default=())
@@ -137,6 +142,7 @@ class DriftReport:
         }
         counts["unverified"] = self.unverified
         counts["unmanaged_chatbots"] = len(self.unmanaged_chatbots)
+        counts["unmanageable"] = len(self.unmanageable)
         counts["acknowledged"] = len(self.items) - len(self.counted)
         counts["expired_acknowledgements"] = len(self.expired)
         return counts
@@ -153,6 +159,7 @@ class DriftReport:
             "unknown_origin": docs["unknown_origin"],
             "missing": docs["missing"],
             "unmanaged": [unmanaged_document_of(i) for i in self.of("unmanaged")],
+            "unmanageable": [unmanageable_document(u) for u in self.unmanageable],
             "unmanaged_chatbots": [
                 {"chatbotId": c.chatbot_id, "name": c.name, "apiKeyEnv": c.api_key_env}
                 for c in self.unmanaged_chatbots
@@ -212,6 +219,7 @@ def compute_drift(desired: Desired, live: Live, state: State) -> DriftReport:
         unverified=plan.unverified,
         bots=plan.bots,
         unmanaged_chatbots=_unmanaged_chatbots(desired, live),
+        unmanageable=plan.unmanageable,
         warnings=plan.warnings,
     )
 
@@ -357,6 +365,7 @@ def acknowledge(
         unverified=report.unverified,
         bots=report.bots,
         unmanaged_chatbots=report.unmanaged_chatbots,
+        unmanageable=report.unmanageable,
         acknowledged=frozenset(skipped),
         expired=tuple(expired),
         warnings=report.warnings,

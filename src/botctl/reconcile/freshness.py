@@ -8,7 +8,7 @@ from botctl.models import Live
 from botctl.plan import Dependency, Plan
 from botctl.reconcile.apply import ApplyReport
 from botctl.resources import attributes, settings
-from botctl.values import JsonValue, same_value
+from botctl.values import JsonValue, mask_secrets_in_text, same_value
 
 
 def check_fresh(plan: Plan, live: Live, serial: int | None, lineage: str | None) -> None:
@@ -28,6 +28,7 @@ def check_fresh(plan: Plan, live: Live, serial: int | None, lineage: str | None)
         now = current_value(dep, live)
         if not same_value(now, dep.value):
             moved.append(f"{dep.chatbot_id} {dep.resource} {dep.path}: {dep.value!r} -> {now!r}")
+    moved = [mask_secrets_in_text(line, plan.secrets) for line in moved]
     if moved:
         raise StalePlanError(
             "the service changed since the plan was made; nothing was written. Moved:\n"
@@ -47,8 +48,11 @@ def current_value(dep: Dependency, live: Live) -> JsonValue:
     return attribute.to_json() if attribute is not None else None
 
 
-def verify_applied(report: ApplyReport, live: Live) -> list[str]:
-    """After writing, compare what can be read back with what was sent."""
+def verify_applied(
+    report: ApplyReport, live: Live, secrets: frozenset[str] = frozenset()
+) -> list[str]:
+    """After writing, compare what can be read back with what was sent; a note quotes both,
+    with every ``secrets`` value masked."""
     notes = []
     for result in report.results:
         op = result.operation
@@ -59,4 +63,4 @@ def verify_applied(report: ApplyReport, live: Live) -> list[str]:
             notes += settings.read_back_notes(op, bot.settings)
         elif op.resource == "attribute" and bot.attributes is not None:
             notes += attributes.read_back_notes(op, bot.attributes)
-    return notes
+    return [mask_secrets_in_text(note, secrets) for note in notes]

@@ -4,8 +4,10 @@ it runs as a command), warnings and the summary as annotations. Every line is es
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from botctl.annotations import annotation, command, inert_block, located_annotation
-from botctl.plan import FLAG_CUTS_OFF_USERS, Plan
+from botctl.plan import FLAG_CUTS_OFF_USERS, Plan, Unmanageable
 from botctl.reconcile.drift import DriftClass, DriftReport
 from botctl.render.text import (
     PLAIN,
@@ -15,6 +17,7 @@ from botctl.render.text import (
     render_drift_text,
     render_text,
     summary_line,
+    unmanageable_line,
 )
 
 # Drift classes a person must look at: each item an annotation of its own.
@@ -38,6 +41,7 @@ def render_github(plan: Plan, *, colour: bool = False) -> str:
         )
         for b, c in plan.flagged(FLAG_CUTS_OFF_USERS)
     )
+    out.extend(_unmanageable(plan.unmanageable))
     out.append(annotation("notice", summary_line(plan), title="botctl plan"))
     return "\n".join(out) + "\n"
 
@@ -55,9 +59,21 @@ def render_drift_github(report: DriftReport, *, colour: bool = False) -> str:
         for drift_class, title in ANNOTATED.items()
         for item in report.of(drift_class)
     )
+    out.extend(_unmanageable(report.unmanageable))
     level = "warning" if report.has_drift else "notice"
     out.append(annotation(level, drift_summary(report), title="botctl drift"))
     return "\n".join(out) + "\n"
+
+
+def _unmanageable(items: Iterable[Unmanageable]) -> list[str]:
+    return [
+        annotation(
+            "warning",
+            f"{u.bot.name}:{unmanageable_line(u).strip().removeprefix('!')}",
+            title="botctl: unmanageable attribute (never written)",
+        )
+        for u in items
+    ]
 
 
 def _folded(title: str, text: str) -> list[str]:

@@ -5,9 +5,10 @@ marker by which a CI job finds its one comment to update in place."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import groupby
 
-from botctl.plan import FLAG_CUTS_OFF_USERS, Plan
+from botctl.plan import FLAG_CUTS_OFF_USERS, Plan, Unmanageable
 from botctl.reconcile.drift import CLASSES, DriftReport
 from botctl.render import blocks as md
 from botctl.render.text import (
@@ -102,7 +103,23 @@ def _notes(doc: md.Budget, plan: Plan) -> None:
         md.Row((f"- **safety cap exceeded**: {md.text(v)}",), {"violation": 1})
         for v in plan.violations
     ] + [md.Row((f"- {md.text(warning_line(w))}",), {"warning": 1}) for w in plan.warnings]
+    notes += unmanageable_rows(plan.unmanageable)
     doc.section([""], notes, [], "- " + _cut_note("botctl plan"))
+
+
+def unmanageable_rows(items: Iterable[Unmanageable]) -> list[md.Row]:
+    """Each unmanageable attribute, in view: a person must fix it where it was made."""
+    return [
+        md.Row(
+            (
+                f"- **unmanageable attribute** of {md.code(u.bot.name)}: "
+                f"{md.code(u.name) if u.name is not None else '(no name)'}, "
+                f"{md.text(u.reason)}; botctl never writes or archives it",
+            ),
+            {"unmanageable attribute": 1},
+        )
+        for u in items
+    ]
 
 
 def _table_head(columns: list[str]) -> list[str]:
@@ -174,6 +191,7 @@ def render_drift_markdown(
         else:
             head, tail = ["", f"**{md.text(heading)}**"], []
         _code_section(doc, head, rows, info, tail)
+    doc.section([""], unmanageable_rows(report.unmanageable), [], "- " + _cut_note("botctl drift"))
     if report.unmanaged_chatbots:
         listed = [
             md.Row(

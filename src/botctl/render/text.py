@@ -8,7 +8,16 @@ import json
 from collections.abc import Iterable
 from itertools import groupby
 
-from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef, Change, ItemChange, Operation, Plan
+from botctl.annotations import inert, visible
+from botctl.plan import (
+    FLAG_CUTS_OFF_USERS,
+    BotRef,
+    Change,
+    ItemChange,
+    Operation,
+    Plan,
+    Unmanageable,
+)
 from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
 from botctl.resources.attributes import detail_lines
 from botctl.values import JsonValue
@@ -25,6 +34,10 @@ COLOURS = {
 }
 FLAG_TEXT = {FLAG_CUTS_OFF_USERS: "may cut users off"}
 UNMANAGED_NOTE = "(not declared; archived only with prune)"
+UNMANAGEABLE_HEADING = (
+    "Unmanageable live attributes (held outside the contract's rules: botctl never writes "
+    "or archives them; fix them where they were made):"
+)
 
 
 class Style:
@@ -41,9 +54,11 @@ PLAIN = Style(False)
 
 
 def fmt(value: JsonValue) -> str:
+    """A value as JSON, shown: text from the service can carry no terminal escape sequence
+    or runner command into any format that shows it (``annotations.visible``)."""
     if value is None:
         return "(none)"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return visible(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
 def summary_line(plan: Plan) -> str:
@@ -56,6 +71,8 @@ def summary_line(plan: Plan) -> str:
     extras = []
     if s["unmanaged"]:
         extras.append(f"{s['unmanaged']} unmanaged attribute(s) left alone")
+    if s["unmanageable"]:
+        extras.append(f"{s['unmanageable']} unmanageable attribute(s) never written")
     if s["unverified"]:
         extras.append(f"{s['unverified']} managed value(s) could not be read back")
     flagged = len(plan.flagged(FLAG_CUTS_OFF_USERS))
@@ -151,10 +168,28 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
         out.append("")
         out.append(style(bot_name, "1"))
         out.extend(f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}" for name in names)
+    out.extend(unmanageable_lines(plan.unmanageable, style))
     if plan.empty:
         out.append("")
         out.append("No changes. The service matches the configuration.")
-    return "\n".join(out) + "\n"
+    return inert("\n".join(out), colour=colour) + "\n"
+
+
+def unmanageable_line(item: Unmanageable) -> str:
+    """One unmanageable attribute: its name as the service holds it (any text, so quoted),
+    and why botctl cannot manage it."""
+    name = fmt(item.name) if item.name is not None else "(no name)"
+    return f"  ! attribute {name}: {item.reason}"
+
+
+def unmanageable_lines(items: Iterable[Unmanageable], style: Style) -> list[str]:
+    out: list[str] = []
+    for bot_name, group in groupby(items, lambda u: u.bot.name):
+        if not out:
+            out += ["", style(UNMANAGEABLE_HEADING, "1")]
+        out.append(f"{bot_name}:")
+        out.extend(unmanageable_line(item) for item in group)
+    return out
 
 
 def by_bot(operations: Iterable[Operation]) -> list[tuple[BotRef, list[Operation]]]:
@@ -222,6 +257,8 @@ def drift_summary(report: DriftReport) -> str:
         f"{s['missing']} missing chatbot(s), {s['unmanaged']} unmanaged attribute(s); "
         f"{s['unverified']} managed value(s) could not be verified."
     )
+    if s["unmanageable"]:
+        line += f" {s['unmanageable']} unmanageable attribute(s) never written."
     if s["acknowledged"] or s["expired_acknowledgements"]:
         line += (
             f" {s['acknowledged']} acknowledged item(s) skipped; "
@@ -243,16 +280,17 @@ def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
             lines = [line for item in group for line in drift_lines(item, style)]
             out.append(f"{bot_name}:")
             out.extend(lines)
+    out.extend(unmanageable_lines(report.unmanageable, style))
     if report.expired:
         out += ["", style("Acknowledgements expired (counted again):", "1")]
         out.extend(f"{i.bot.name}: {i.resource} {i.path}" for i in report.expired)
     if report.unmanaged_chatbots:
         out += ["", "Chatbots no document declares (not botctl's; not counted as drift):"]
         out.extend(
-            f"  {c.chatbot_id} {fmt(c.name)} (account of ${c.api_key_env})"
+            f"  {visible(c.chatbot_id)} {fmt(c.name)} (account of ${c.api_key_env})"
             for c in report.unmanaged_chatbots
         )
-    return "\n".join(out) + "\n"
+    return inert("\n".join(out), colour=colour) + "\n"
 
 
 def render_drift_json(report: DriftReport, *, colour: bool = False) -> str:

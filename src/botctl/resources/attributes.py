@@ -20,12 +20,14 @@ about it, in one place.
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from botctl import contract
+from botctl import contract, lint
 from botctl.errors import ApiError, ReadsUnavailable, ServiceError
 from botctl.plan import (
     Action,
@@ -35,11 +37,12 @@ from botctl.plan import (
     Dependency,
     Operation,
     OperationKind,
+    Unmanageable,
     Unmanaged,
 )
 from botctl.resources.base import BotPlan
 from botctl.resources.settings import known_fields
-from botctl.values import JsonValue, mask_secrets, same_value
+from botctl.values import JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
 AttributeType = Literal["text", "number", "boolean", "date"]
@@ -87,22 +90,73 @@ class CustomAttribute(BaseModel):
 # --- live parsing -------------------------------------------------------------------------------
 
 
-def parse_live(chatbot_id: str, raw: Sequence[Mapping[str, Any]]) -> dict[str, CustomAttribute]:
-    """Attribute records -> models by name; extra keys dropped, a malformed record an error."""
+@dataclass(frozen=True)
+class OffContract:
+    """A live attribute record outside the contract's rules, as read, and why botctl cannot
+    manage it. Liberal in what it reads: the chatbot's other attributes are planned as usual."""
+
+    name: str | None  # as the service holds it; None when the record has no (text) name
+    reason: str
+    record: JsonValue = None
+
+
+def parse_live(chatbot_id: str, raw: Sequence[Any]) -> dict[str, CustomAttribute]:
+    """Attribute records -> models by name (those botctl can manage; see ``read_live``)."""
+    return read_live(raw)[0]
+
+
+def read_live(raw: Sequence[Any]) -> tuple[dict[str, CustomAttribute], tuple[OffContract, ...]]:
+    """Attribute records -> models by name, and the records outside the contract's rules.
+    Unknown fields are dropped and a missing ``archived`` is its documented default (false);
+    a record the model still refuses (a name with a space, an unknown type such as
+    ``select``, ``archived: 0``, no name or type) is set aside with the reason, never fatal."""
     parsed: dict[str, CustomAttribute] = {}
+    refused: list[OffContract] = []
     for record in raw:
+        if not isinstance(record, Mapping):
+            refused.append(OffContract(None, f"not an attribute record: {_shown(record)}", record))
+            continue
+        name = record.get("name")
+        shown_name = name if isinstance(name, str) else None
         try:
             attribute = CustomAttribute.model_validate(known_fields(record, CustomAttribute))
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"]) or "record"
-            raise ServiceError(
-                "read attributes",
-                f"unexpected attribute record {record.get('name')!r}: {where}: {problem['msg']}",
-                chatbot_id=chatbot_id,
-            ) from None
+            refused.append(OffContract(shown_name, _reason(exc, record), dict(record)))
+            continue
         parsed.setdefault(attribute.name, attribute)
-    return parsed
+    return parsed, tuple(refused)
+
+
+_EXPECTED = {"bool_type": "true or false", "string_type": "text"}
+
+
+def _reason(exc: ValidationError, record: Mapping[str, Any]) -> str:
+    """Why the model refuses a record, in words: each field at fault and its value."""
+    reasons = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "record"
+        if error["type"] == "missing":
+            reasons.append(f"no {field}")
+        elif field == "name" and isinstance(record.get("name"), str):
+            reasons.append(
+                f"name {_shown(record['name'])} is not an attribute name of the contract "
+                "(a letter, then letters, digits, '_' or '-')"
+            )
+        elif field == "type":
+            types = ", ".join(contract.ATTRIBUTE_TYPES)
+            reasons.append(f"type {_shown(record.get('type'))} is not one of {types}")
+        elif error["type"] in _EXPECTED:
+            reasons.append(f"{field} {_shown(record.get(field))} is not {_EXPECTED[error['type']]}")
+        else:
+            reasons.append(f"{field} {_shown(record.get(field))}: {error['msg']}")
+    return "; ".join(dict.fromkeys(reasons))
+
+
+def _shown(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 # --- diff rules ---------------------------------------------------------------------------------
@@ -118,14 +172,41 @@ def plan_attributes(
     ignore: Sequence[str] = (),
     secrets: frozenset[str],
     out: BotPlan,
+    off_contract: Sequence[OffContract] = (),
 ) -> None:
     """``observed`` is None when the attribute list could not be read; ``recorded`` holds the
     attributes botctl manages (from state). Live attributes the declaration does not name and
     that match an ``ignore`` pattern (fnmatch) are left alone: neither reported as unmanaged
-    nor archived."""
-    for attribute in declared:
-        _plan_declared(bot, attribute, observed, recorded, secrets, out)
+    nor archived. ``off_contract``: live records outside the contract's rules, each reported
+    as unmanageable and never written to (one the declaration names is a warning).
+
+    Names identify an attribute exactly (the update's path names it), and no two may differ
+    only in letter case (the service may take them for one: it refuses such a create). So a
+    declared name that matches a live or recorded one only in case is an impossible change,
+    never a create that fails."""
+    out.unmanageable += [
+        Unmanageable(bot, record.name, mask_secrets_in_text(record.reason, secrets))
+        for record in off_contract
+    ]
     current = observed if observed is not None else recorded
+    held = {record.name: record for record in off_contract if record.name is not None}
+    by_case = {name.casefold(): name for name in [*held, *current]}
+    for attribute in declared:
+        if attribute.name in held and attribute.name not in current:
+            reason = mask_secrets_in_text(held[attribute.name].reason, secrets)
+            out.warnings.append(
+                lint.coded(
+                    lint.UNMANAGEABLE_DECLARED,
+                    f"{bot.name}: attribute {attribute.name!r} is declared, but the service "
+                    f"holds it outside the contract's rules ({reason}): botctl does not write it",
+                )
+            )
+            continue
+        other = by_case.get(attribute.name.casefold())
+        if other is not None and attribute.name not in current:
+            out.problems.append(case_clash(attribute.name, other))
+            continue
+        _plan_declared(bot, attribute, observed, recorded, secrets, out)
     out.active_attributes = sum(not a.archived for a in current.values())
     names = {attribute.name for attribute in declared}
     for name in sorted(set(current) - names):
@@ -133,6 +214,16 @@ def plan_attributes(
             continue
         managed = name in recorded
         _plan_undeclared(bot, current[name], observed is not None, managed, prune, secrets, out)
+
+
+def case_clash(declared: str, held: str) -> str:
+    """The impossible change of a declared name that a live one matches only in case."""
+    return (
+        f"attribute {declared!r} is declared, and the service holds {held!r}, which differs "
+        "only in letter case: the service may take them for the same name (it refuses such a "
+        "create) and cannot rename one; declare it as "
+        f"{held!r}, or archive {held!r} and declare a name that differs in more than case"
+    )
 
 
 def _plan_declared(

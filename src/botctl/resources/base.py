@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from botctl.plan import Dependency, Operation, Unmanaged
+from botctl.plan import Dependency, Operation, Unmanageable, Unmanaged
 
 
 @dataclass
@@ -13,6 +13,7 @@ class BotPlan:
 
     operations: list[Operation] = field(default_factory=list)
     unmanaged: list[Unmanaged] = field(default_factory=list)
+    unmanageable: list[Unmanageable] = field(default_factory=list)
     depends_on: list[Dependency] = field(default_factory=list)
     unverified: int = 0  # managed values whose current value could not be read
     active_attributes: int = 0  # attributes not archived now (verified or assumed)

@@ -193,6 +193,23 @@ class Store:
                 (chatbot_id, record["name"], json.dumps(record)),
             )
 
+    def put_raw_attribute(self, chatbot_id: str, record: Any) -> None:
+        """Append a record as given (any JSON), listed after the others: one whose name is
+        text replaces the record of that name; any other is kept under a key of its own."""
+        name = record.get("name") if isinstance(record, dict) else None
+        with self.atomic() as c:
+            key = name if isinstance(name, str) else f"\0off-contract-{self._next_seq(c)}"
+            c.execute(
+                "INSERT INTO attributes (chatbot_id, name, record) VALUES (?, ?, ?)"
+                " ON CONFLICT (chatbot_id, name) DO UPDATE SET record = excluded.record",
+                (chatbot_id, key, json.dumps(record)),
+            )
+
+    @staticmethod
+    def _next_seq(c: sqlite3.Connection) -> int:
+        row = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM attributes").fetchone()
+        return int(row[0])
+
     # -- contacts ---------------------------------------------------------------------------
     def contacts(self, chatbot_id: str, offset: int = 0, limit: int = -1) -> list[JSON]:
         with self.atomic() as c:

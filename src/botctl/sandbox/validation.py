@@ -209,4 +209,4 @@ def attribute_update(value: Any, where: str = "") -> JSON:
 def name_taken(name: str, existing: list[JSON]) -> bool:
     """Duplicate names are refused case-insensitively (archived included): the contract
     calls the name a unique identifier and is silent on case, so the strict reading wins."""
-    return any(str(a["name"]).lower() == name.lower() for a in existing)
+    return any(isinstance(a, dict) and str(a.get("name")).lower() == name.lower() for a in existing)

@@ -93,10 +93,16 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
 
     Unlike the v1 PUT, an omitted `archived` leaves the flag alone: a dashboard edit changes
     only what it shows. The type of an existing attribute cannot change.
+
+    `off_contract_attributes`: records stored and listed exactly as given, unchecked (a name
+    with a space, type "select", `archived: 0`, no name at all): a service that breaks its own
+    contract, for a client to show it survives one. They are never what the v1 API returns
+    for a well-behaved service; only this admin call makes them.
     """
     checks: dict[str, v.Check] = {
         "settings": rules.settings,
         "attributes": _attribute_list,
+        "off_contract_attributes": _attribute_list,
         "icon": v.boolean,
     }
     fields = v.obj(spec, "", checks)
@@ -121,6 +127,8 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
                     raise v.Invalid(f"{where}.type: an attribute's type cannot change")
                 record = {**current, **v.attribute_update(rest, where)}
             store.put_attribute(chatbot_id, record)
+        for item in fields.get("off_contract_attributes", []):
+            store.put_raw_attribute(chatbot_id, item)
 
 
 def _load_seed(path: Path) -> JSON:

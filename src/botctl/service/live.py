@@ -126,7 +126,7 @@ async def _read_attributes(
     client: ServiceClient,
     bot: BotSpec,
     records: Mapping[int, dict[str, dict[str, Any]] | None],
-) -> dict[str, CustomAttribute] | None:
+) -> _Attributes | None:
     listing = records[id(client)]
     if listing is not None and bot.chatbot_id not in listing:
         return None  # the list says it does not exist: nothing to read
@@ -134,16 +134,21 @@ async def _read_attributes(
         raw = await client.list_attributes(bot.chatbot_id)
     except ReadsUnavailable:
         return None
-    return attributes.parse_live(bot.chatbot_id, raw)
+    return attributes.read_live(raw)
+
+
+# An attribute list as read: the attributes by name, and the records outside the contract.
+_Attributes = tuple[dict[str, CustomAttribute], tuple[attributes.OffContract, ...]]
 
 
 def _live_bot(
     bot: BotSpec,
     listing: dict[str, dict[str, Any]] | None,
-    attribute_list: dict[str, CustomAttribute] | None,
+    attribute_list: _Attributes | None,
 ) -> LiveBot:
+    found, off_contract = attribute_list if attribute_list is not None else (None, ())
     if listing is None:  # unknown whether it exists; assume so and let writes tell
-        return LiveBot(chatbot_id=bot.chatbot_id, attributes=attribute_list)
+        return LiveBot(chatbot_id=bot.chatbot_id, attributes=found, off_contract=off_contract)
     record = listing.get(bot.chatbot_id)
     if record is None:
         return LiveBot(chatbot_id=bot.chatbot_id, exists=False)
@@ -152,7 +157,8 @@ def _live_bot(
         chatbot_id=bot.chatbot_id,
         settings=observed,
         refused=refused,
-        attributes=attribute_list,
+        attributes=found,
+        off_contract=off_contract,
     )
 
 

@@ -12,35 +12,14 @@ built, naming the variable that holds it and never the value.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterable
-from urllib.parse import quote, quote_plus
 
 from botctl.errors import BotctlError
+from botctl.values import SECRET_MASK, secret_forms
+
+__all__ = ["KEY_MASK", "SECRET_MASK", "check_api_key", "redact", "secret_forms"]
 
 KEY_MASK = "***"
-SECRET_MASK = "(secret)"  # the mask plans and traces already use for ${secret:...}
-
-
-@functools.lru_cache(maxsize=256)
-def secret_forms(secret: str) -> tuple[str, ...]:
-    """Every spelling of ``secret`` a message might carry, longest first: as written,
-    escaped as JSON or Python would, and each of those percent-encoded (a URL's query may
-    carry an escaped body), plus the bytes repr httpx gives a bad header."""
-    if not secret:
-        return ()
-    escaped = {
-        secret,
-        json.dumps(secret)[1:-1],  # JSON, ASCII-escaped
-        json.dumps(secret, ensure_ascii=False)[1:-1],  # JSON as botctl's traces write it
-        repr(secret)[1:-1],  # Python repr, as exception texts quote it
-        ascii(secret)[1:-1],
-    }
-    forms = {repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
-    for text in escaped:
-        forms |= {text, quote(text, safe=""), quote(text), quote_plus(text)}
-    return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
 def redact(text: str, keys: Iterable[str] = (), secrets: Iterable[str] = ()) -> str:

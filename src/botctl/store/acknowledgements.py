@@ -85,4 +85,7 @@ def write_acknowledgements(path: Path, entries: list[Acknowledgement]) -> None:
             for e in sorted(entries, key=lambda e: e.key)
         ]
     }
-    write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    try:
+        write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise BotctlError(f"cannot write acknowledgements {path}: {exc.strerror}") from None

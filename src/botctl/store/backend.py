@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
+from pydantic_core import from_json
+
 from botctl.errors import StateError
 
 Version = str | None  # None: nothing is stored yet
@@ -90,7 +92,7 @@ class LockInfo:
     def from_text(cls, text: str) -> LockInfo:
         """A lock's content; an unreadable one still stands for a held lock."""
         try:
-            data = json.loads(text)
+            data = from_json(text)  # bounded nesting (json.loads raises RecursionError)
             return cls(
                 pid=int(data["pid"]),
                 host=str(data["host"]),

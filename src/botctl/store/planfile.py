@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import from_json
 
 from botctl.errors import PlanError
-from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanaged
+from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanageable, Unmanaged
 from botctl.store.files import first_problem, read_text, write_atomically
 
 PLAN_FILE_KIND = "botctl-plan"
@@ -39,6 +40,7 @@ class _PlanFile(BaseModel):
     plan: dict[str, Any]  # the published document: for readers, not read back
     operations: tuple[Operation, ...]
     unmanaged: tuple[Unmanaged, ...]
+    unmanageable: tuple[Unmanageable, ...] = ()
     depends_on: tuple[Dependency, ...]
     state: _StateRef
     bots: tuple[BotRef, ...]
@@ -57,6 +59,7 @@ def plan_file_document(plan: Plan) -> dict[str, Any]:
         "plan": plan.to_document(),
         "operations": [asdict(op) for op in plan.operations],
         "unmanaged": [asdict(u) for u in plan.unmanaged],
+        "unmanageable": [asdict(u) for u in plan.unmanageable],
         "depends_on": [asdict(dep) for dep in plan.depends_on],
         "state": {"serial": plan.state_serial, "lineage": plan.state_lineage},
         "bots": [asdict(ref) for ref in plan.bots],
@@ -88,6 +91,7 @@ def plan_from_document(data: Any) -> Plan:
     return Plan(
         operations=parsed.operations,
         unmanaged=parsed.unmanaged,
+        unmanageable=parsed.unmanageable,
         unverified=parsed.unverified,
         depends_on=parsed.depends_on,
         state_serial=parsed.state.serial,
@@ -106,13 +110,16 @@ def _checksum(body: dict[str, Any]) -> str:
 
 
 def write_plan_file(plan: Plan, path: Path) -> None:
-    write_atomically(path, json.dumps(plan_file_document(plan), indent=2) + "\n")
+    try:
+        write_atomically(path, json.dumps(plan_file_document(plan), indent=2) + "\n")
+    except OSError as exc:
+        raise PlanError(f"cannot write plan file {path}: {exc.strerror}") from None
 
 
 def read_plan_file(path: Path) -> Plan:
     text = read_text(path, "plan file", PlanError)
     try:
-        data = json.loads(text)
+        data = from_json(text)  # bounded nesting (json.loads raises RecursionError)
     except ValueError as exc:
         raise PlanError(f"plan file {path} is not JSON: {exc}") from None
     return plan_from_document(data)

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json
 
-from botctl.errors import StateError
+from botctl.errors import StateError, StateWriteError
 from botctl.models import BotRecord, State
 from botctl.plan import Operation
 from botctl.resources.attributes import CustomAttribute
@@ -130,8 +131,8 @@ def state_from_text(text: str, where: str) -> State:
 def _check_version(where: str, text: str, version: object = None) -> None:
     """A file of another format version is refused as such, before its content is judged."""
     if version is None:
-        try:
-            version = json.loads(text).get("format_version")
+        try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
+            version = from_json(text).get("format_version")
         except (ValueError, AttributeError):
             return
     if version not in READABLE_VERSIONS:
@@ -263,6 +264,10 @@ class StateWriter:
         self.command = command
         self._version = version
         self._dirty = False
+        # Why the last write failed where the state is kept (a full disk), None if it did
+        # not: the records stay in memory and the next write tries again. An apply that has
+        # started sending carries on (stopping would not undo what was sent) and says so.
+        self.error: StateWriteError | None = None
         self._notes: list[str] = []  # what the next write records, for its message
         # Each chatbot's record as last written: a write re-renders only the chatbots changed
         # since, so rewriting a large state costs a few ms.
@@ -295,16 +300,26 @@ class StateWriter:
                 record = record_document(self.state.bots[chatbot_id])
                 self._rendered[chatbot_id] = RenderedJson(render_json(record, _BOT_DEPTH))
             self._changed.clear()
-            self._version = save_state(
-                self.state,
-                self.backend,
-                self._rendered,
-                version=self._version,
-                message=self._message(),
-            )
+            self._last_write = time.monotonic()
+            try:
+                self._version = save_state(
+                    self.state,
+                    self.backend,
+                    self._rendered,
+                    version=self._version,
+                    message=self._message(),
+                )
+            except StateWriteError as exc:
+                self.error = exc
+                return
+            self.error = None
             self._notes.clear()
             self._dirty = False
-            self._last_write = time.monotonic()
+
+    def raise_if_failed(self) -> None:
+        """The last write's failure, if any, as the error it is."""
+        if self.error is not None:
+            raise self.error
 
     def _message(self) -> str:
         count = len(self._notes)

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from botctl.errors import StateError
+from botctl.errors import StateError, StateWriteError
 from botctl.store.backend import (
     LockInfo,
     LostCompareAndSwap,
@@ -28,7 +28,7 @@ from botctl.store.backend import (
     StateBackend,
     Version,
 )
-from botctl.store.files import write_atomically
+from botctl.store.files import read_bytes_if_any, write_atomically
 
 FILE_MODE = 0o600
 
@@ -60,9 +60,7 @@ class PathBackend(StateBackend):
 
     def _read_bytes(self) -> bytes | None:
         try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
+            return read_bytes_if_any(self.path)  # a FIFO is refused, never waited on
         except OSError as exc:
             raise StateError(f"cannot read state file {self.where}: {exc.strerror}") from None
 
@@ -74,7 +72,9 @@ class PathBackend(StateBackend):
             try:
                 write_atomically(self.path, text)
             except OSError as exc:
-                raise StateError(f"cannot write state file {self.where}: {exc.strerror}") from None
+                raise StateWriteError(
+                    f"cannot write state file {self.where}: {exc.strerror}"
+                ) from None
         return _version_of(text.encode("utf-8"))
 
     @contextlib.contextmanager
@@ -101,20 +101,25 @@ class PathBackend(StateBackend):
             return False
         except OSError as exc:
             raise StateError(f"cannot create the lock {self.lock_path}: {exc.strerror}") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(info.to_text())
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(info.to_text())
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:  # a full disk: created but not written, so nobody's lock
+            with contextlib.suppress(OSError):
+                self.lock_path.unlink()
+            raise StateError(f"cannot create the lock {self.lock_path}: {exc.strerror}") from None
         return True
 
     def read_lock(self) -> LockInfo | None:
         try:
-            text = self.lock_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return None
+            data = read_bytes_if_any(self.lock_path)  # a FIFO is refused, never waited on
         except OSError as exc:
             raise StateError(f"cannot read the lock {self.lock_path}: {exc.strerror}") from None
-        return LockInfo.from_text(text)
+        if data is None:
+            return None
+        return LockInfo.from_text(data.decode("utf-8", errors="replace"))
 
     def remove_lock(self, expected: LockInfo | None, message: str) -> LockInfo | None:
         with self._directory_locked():
