@@ -69,8 +69,18 @@ class BlockStringDumper(yaml.SafeDumper):
     """Multi-line strings as ``|`` blocks, as a person writes instructions."""
 
 
+# Line breaks YAML knows besides \n: PyYAML writes them raw in a plain, quoted or block
+# scalar, where reading folds them into a space or a \n. Only a double-quoted scalar escapes
+# them (\N, \L, \P, \r), so a text holding one is written that way and reads back exact.
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style = None
+    if any(mark in value for mark in _OTHER_BREAKS):
+        style = '"'
+    elif "\n" in value:
+        style = "|"
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

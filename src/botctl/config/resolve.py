@@ -142,7 +142,7 @@ def resolve(sources: Sequence[Source], found: Findings, allow_unknown_models: bo
     by_kind: dict[str, list[Source]] = {kind: [] for kind in KINDS}
     for source in sources:
         kind = source.data.get("kind", "Chatbot")  # missing: reported with the Chatbot model
-        if kind in by_kind:
+        if isinstance(kind, str) and kind in by_kind:
             by_kind[kind].append(source)
         else:
             found.error(
