@@ -214,8 +214,13 @@ def test_verification_masks_secrets_in_every_spelling() -> None:
 
 def test_a_stale_plan_names_what_moved_without_secrets() -> None:
     dep = Dependency("bot-1", "settings", "instructions", f"say {SECRET}")
-    plan = Plan(depends_on=(dep,), state_serial=3, state_lineage="L", secrets=frozenset({SECRET}))
+    plan = Plan(
+        depends_on=(dep,),
+        state_serial=3,
+        state_lineage="L",
+        secrets=frozenset({Secret(SECRET, "TOKEN")}),
+    )
     with pytest.raises(StalePlanError) as caught:
-        check_fresh(plan, live(live_bot(settings={"instructions": SECRET})), 3, "L")
+        check_fresh(plan, live(live_bot(settings={"instructions": SECRET})), state_at(), None)
     assert "bot-1 settings instructions: 'say (secret)' -> '(secret)'" in str(caught.value)
     assert "hunter2" not in str(caught.value)

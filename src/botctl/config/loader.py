@@ -72,7 +72,7 @@ def load_fleet(
     if files and not fleet.bots and not found.has_errors:
         found.add(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
     # A message may quote a value resolved from ${secret:...}: never its text, in any spelling.
-    secrets = {secret for source in sources for secret in source.secrets}
+    secrets = {secret.value for source in sources for secret in source.secrets}
     final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
     if any(p.severity == "error" for p in final):
         raise ConfigError(final)

@@ -42,7 +42,6 @@ from botctl.store.files import write_new_files
 from botctl.store.lock import StateLock
 from botctl.store.planfile import SavedPlan
 from botctl.store.state import StateWriter, load_state, read_state, save_state
-from botctl.values import mask_secrets
 
 
 @dataclass(frozen=True)
