@@ -364,7 +364,9 @@ def test_names_that_match_exactly_are_planned_whatever_else_differs_in_case() ->
 
 def test_secrets_are_masked_in_what_an_unmanageable_record_shows() -> None:
     plan = compute_plan(
-        desired(bot(attributes=[{"name": "pick", "type": "text"}], secret_values={"hunter2"})),
+        desired(
+            bot(attributes=[{"name": "pick", "type": "text"}], secrets=(Secret("hunter2", "T"),))
+        ),
         live(live_bot(attributes=[{"name": "pick", "type": "text", "label": ["hunter2"]}])),
         State(),
     )
