@@ -27,6 +27,7 @@ RANKS: list[set[str]] = [
     {"resources"},
     {"plan"},
     {"sandbox"},  # the service emulator: shares nothing with the client but the contract
+    {"sealing"},  # secrets kept out of files: fingerprints, and a saved plan's secret pieces
     {"contract", "errors", "values", "defaults", "lint", "__init__"},
 ]
 RANK = {unit: i for i, units in enumerate(RANKS) for unit in units}

@@ -385,12 +385,26 @@ def test_bad_yaml_never_reaches_the_network(bench: Bench) -> None:
     assert bench.requests() == []
 
 
-def test_apply_without_terminal_refuses(bench: Bench) -> None:
+def test_apply_without_terminal_refuses_changes(bench: Bench) -> None:
     bench.write("bot.yaml", bot_yaml())
     result = bench.run("apply", str(bench.config_dir))
     assert result.exit_code == 1
+    assert "no terminal to confirm on" in result.stderr
     assert "--auto-approve" in result.stderr
-    assert bench.requests() == []
+    assert bench.writes() == []  # it read, to know whether there was anything to confirm
+    assert not bench.state_path.exists()
+
+
+def test_apply_without_terminal_and_nothing_to_do_succeeds(bench: Bench) -> None:
+    """CI runs `botctl apply` on every merge: with nothing to change there is nothing to
+    confirm, so no --auto-approve is needed."""
+    bench.write("bot.yaml", bot_yaml())
+    assert bench.run("apply", "--auto-approve", str(bench.config_dir)).exit_code == 0
+    bench.clear_log()
+    result = bench.run("apply", str(bench.config_dir))
+    assert result.exit_code == 0, result.output
+    assert "No changes" in result.stdout
+    assert bench.writes() == []
 
 
 def test_locked_state_fails_fast(bench: Bench) -> None:

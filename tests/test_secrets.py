@@ -1,9 +1,15 @@
-"""Secret hygiene: the API key appears in no output, error, debug trace, plan file or state
-file, whatever the command and however it fails. Values marked ${secret:VAR} are masked."""
+"""Secret hygiene: the API key appears in no output, error, debug trace, plan, state or lock
+file, whatever the command and however it fails. Values marked ${secret:VAR} are masked in
+every output and never written to any file: the state and plan files hold fingerprints. Every
+file botctl writes is readable by its owner only."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +31,23 @@ def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
     return b
 
 
-def everything_written(bench: Bench) -> str:
-    # What botctl wrote (state, plan, lock); not the sandbox's own database beside them.
-    files = [
+def botctl_files(bench: Bench) -> list[Path]:
+    # What botctl wrote (state, plans, locks); not the configuration, nor the sandbox's own
+    # database beside them.
+    return [
         p
         for p in bench.workdir.rglob("*")
         if p.is_file() and "config" not in p.parts and ".db" not in p.name
     ]
-    return "\n".join(p.read_text(errors="replace") for p in files)
+
+
+def everything_written(bench: Bench) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in botctl_files(bench))
+
+
+def assert_private(files: list[Path]) -> None:
+    modes = {str(p): oct(p.stat().st_mode & 0o777) for p in files}
+    assert set(modes.values()) == {oct(0o600)}, modes
 
 
 def test_key_never_appears_anywhere(bench: Bench) -> None:
@@ -84,5 +99,121 @@ def test_key_never_appears_anywhere(bench: Bench) -> None:
     assert SECRET_KEY not in combined
     assert SECRET_VALUE not in "\n".join(outputs)
     assert "(secret)" in "\n".join(outputs)
+    # The files: the state and the plan hold the secret's fingerprint, never the value.
+    written = everything_written(bench)
+    assert SECRET_VALUE not in written
+    assert sorted(p.name for p in botctl_files(bench)) == ["plan.json", "state.json"]
     state = json.loads((bench.workdir / "state.json").read_text())
-    assert SECRET_KEY not in json.dumps(state)
+    assert state["bots"]["bot-1"]["settings"]["instructions"]["$sealed"].startswith("hmac-")
+    plan = json.loads((bench.workdir / "plan.json").read_text())
+    assert plan["operations"][0]["body"]["instructions"]["$secret"][1]["variable"] == (
+        "PROMPT_TOKEN"
+    )
+    assert_private(botctl_files(bench))
+
+
+def test_a_rotated_secret_refuses_a_saved_plan_naming_the_variable(bench: Bench) -> None:
+    settings = "instructions: 'Use token ${secret:PROMPT_TOKEN} carefully'"
+    bench.write("bot.yaml", bot_yaml(settings=settings))
+    plan_file = str(bench.workdir / "plan.json")
+    assert bench.run("plan", "--out", plan_file, str(bench.config_dir)).exit_code == 0
+    bench.clear_log()
+    rotated = bench.run("apply", "--plan", plan_file, env={"PROMPT_TOKEN": "n3w-hunter3"})
+    assert rotated.exit_code == 1
+    assert "the secret $PROMPT_TOKEN changed since the plan was made" in rotated.stderr
+    assert "n3w-hunter3" not in rotated.output
+    assert bench.writes() == []
+    unset = bench.run("apply", "--plan", plan_file, env={"PROMPT_TOKEN": ""})
+    assert unset.exit_code == 1
+    assert "the plan needs secrets that are not set: $PROMPT_TOKEN" in unset.stderr
+    applied = bench.run("apply", "--plan", plan_file)
+    assert applied.exit_code == 0, applied.output
+    sent = [w["body"] for w in bench.writes()]
+    assert sent == [{"chatbotId": "bot-1", "instructions": f"Use token {SECRET_VALUE} carefully"}]
+    # Converged: the state's fingerprint is the declared value's (assumed in sync).
+    assert bench.plan_json(str(bench.config_dir))["changes"] == []
+    assert SECRET_VALUE not in everything_written(bench)
+
+
+def test_a_state_of_the_previous_format_is_rewritten_without_its_secrets(bench: Bench) -> None:
+    bench.write("bot.yaml", bot_yaml(settings="ipLimitMessage: '${secret:PROMPT_TOKEN}'"))
+    bench.state_path.write_text(
+        json.dumps(
+            {
+                "format_version": 2,
+                "lineage": "L",
+                "serial": 7,
+                "bots": {
+                    "bot-1": {
+                        "bot": "support",
+                        "settings": {"ipLimitMessage": SECRET_VALUE},
+                        "verified_settings": [],
+                        "attributes": {},
+                        "verified_attributes": [],
+                    }
+                },
+            }
+        )
+    )
+    bench.state_path.chmod(0o644)
+    assert SECRET_VALUE in bench.state_path.read_text()
+    result = bench.run("apply", str(bench.config_dir))  # nothing to do: no terminal needed
+    assert result.exit_code == 0, result.output
+    assert bench.writes() == []
+    state = json.loads(bench.state_path.read_text())
+    assert (state["format_version"], state["lineage"], state["serial"]) == (3, "L", 8)
+    assert SECRET_VALUE not in bench.state_path.read_text()
+    assert_private([bench.state_path])
+
+
+def test_the_lock_file_is_private_and_names_no_secret(sandbox_factory: Any, tmp_path: Path) -> None:
+    """Seen from outside while a real apply holds it."""
+    server = sandbox_factory(api_keys={SECRET_KEY: "standard"}, latency_ms=150)
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+    bench.create_bot("bot-1", account=SECRET_KEY)
+    bench.write("bot.yaml", bot_yaml(settings="instructions: '${secret:PROMPT_TOKEN}'"))
+    env = {
+        **os.environ,
+        "BOTCTL_API_KEY": SECRET_KEY,
+        "BOTCTL_API_URL": server.api_url,
+        "PROMPT_TOKEN": SECRET_VALUE,
+        "NO_COLOR": "1",
+    }
+    lock = tmp_path / "state.json.lock"
+    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve"]
+    argv += ["--state", str(bench.state_path), str(bench.config_dir)]
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
+        while not lock.exists() and proc.poll() is None:
+            time.sleep(0.01)
+        assert lock.exists(), "the apply ended before its lock was seen"
+        mode, text = lock.stat().st_mode & 0o777, lock.read_text()
+        output = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 0, output
+    assert mode == 0o600
+    assert json.loads(text)["command"].endswith("apply")
+    assert SECRET_KEY not in text
+    assert SECRET_VALUE not in text
+    assert SECRET_KEY not in output
+    assert SECRET_VALUE not in output
+    assert not lock.exists()
+
+
+def test_sandbox_never_stores_a_real_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--sandbox keeps a database on disk: the key in the environment never reaches it."""
+    from click.testing import CliRunner
+
+    from botctl.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    Path("bots").mkdir()
+    Path("bots/bot.yaml").write_text(bot_yaml(settings="name: '${secret:PROMPT_TOKEN}'"))
+    env = {"BOTCTL_API_KEY": SECRET_KEY, "PROMPT_TOKEN": SECRET_VALUE, "NO_COLOR": "1"}
+    runner = CliRunner()
+    for args in (["apply", "--sandbox", "--auto-approve", "bots"], ["plan", "--sandbox", "bots"]):
+        result = runner.invoke(cli, args, env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert SECRET_KEY not in result.output
+    stored = b"".join(p.read_bytes() for p in Path(".botctl").iterdir() if p.is_file())
+    assert Path(".botctl/sandbox.db").exists()
+    assert SECRET_KEY.encode() not in stored
+    assert SECRET_VALUE.encode() not in Path(".botctl/state.json").read_bytes()

@@ -13,3 +13,4 @@ DEFAULT_MAX_ARCHIVES = 50  # attributes one run may archive, across all chatbots
 DEFAULT_MAX_ARCHIVE_PERCENT = 30.0  # of one chatbot's active attributes (when it has >= 10)
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds for one whole attempt of a request
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # decoded; the largest real answer is far smaller
+DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight

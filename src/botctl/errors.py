@@ -4,6 +4,7 @@ message (never a traceback) and exits with its ``exit_code``.
 ::
 
     BotctlError                      exit 1
+    ├── Interrupted                  SIGINT or SIGTERM before anything was written (128 + signal)
     ├── ConfigError                  the YAML is invalid (carries every Problem at once)
     ├── StateError                   the state file is unreadable or of another lineage
     │   ├── StateWriteError          the state file cannot be written (a full disk)
@@ -27,12 +28,14 @@ Exit code 2 is not an error: it means "changes or drift present" (plan --detaile
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from typing import Literal
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
+EXIT_SIGNAL_BASE = 128  # ended by a signal: 128 + its number (130 SIGINT, 143 SIGTERM)
 
 Severity = Literal["error", "warning"]
 
@@ -60,6 +63,25 @@ class BotctlError(Exception):
     """Base of every expected failure."""
 
     exit_code = EXIT_ERROR
+
+
+class Interrupted(BotctlError):
+    """A run stopped by a signal before it wrote anything; ``unwritten`` says what that means
+    for the command (e.g. "nothing was applied")."""
+
+    def __init__(self, signum: int, unwritten: str = "") -> None:
+        self.signum = signum
+        self.exit_code = EXIT_SIGNAL_BASE + signum
+        super().__init__(
+            f"Interrupted by {signal_name(signum)}" + (f": {unwritten}" if unwritten else "") + "."
+        )
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class ConfigError(BotctlError):

@@ -10,7 +10,7 @@ Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +20,7 @@ from botctl.plan import BotRef, Operation
 from botctl.resources import attributes, settings
 from botctl.resources.attributes import CustomAttribute, OffContract
 from botctl.resources.settings import ChatbotSettings, Refused
+from botctl.sealing import Sealed, Secret, holds_secret
 from botctl.values import JsonValue
 
 
@@ -40,12 +41,36 @@ class BotSpec(BaseModel):
     # spec.safety.maxArchivePercent: this document's own cap on archiving in one run.
     max_archive_percent: float | None = None
     source: str = ""  # "file:line" of the document, for messages
-    # Resolved values of ${VAR}s the user marked secret: masked wherever a plan is shown.
-    secret_values: frozenset[str] = frozenset()
+    # The ${secret:VAR}s this document resolved: masked wherever a plan is shown, kept in
+    # files only as fingerprints (``botctl.sealing``).
+    secrets: tuple[Secret, ...] = ()
 
     @property
     def ref(self) -> BotRef:
         return BotRef(self.name, self.chatbot_id, self.api_key_env)
+
+    @property
+    def secret_values(self) -> frozenset[str]:
+        return frozenset(secret.value for secret in self.secrets)
+
+    def secret_locations(self) -> set[str]:
+        """Where this document's values hold a secret, as ``State`` names them
+        (``settings_location``, ``attribute_location``)."""
+        values = self.secret_values
+        if not values:
+            return set()
+        found = {
+            settings_location(path)
+            for path, value in self.settings.leaves.items()
+            if holds_secret(value, values)
+        }
+        for attribute in self.attributes:
+            found |= {
+                attribute_location(attribute.name, key)
+                for key, value in attribute.managed().items()
+                if holds_secret(value, values)
+            }
+        return found
 
 
 class Desired(BaseModel):
@@ -90,17 +115,45 @@ class Live(BaseModel):
     listed: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
+def settings_location(path: str) -> str:
+    """A settings leaf (dotted path), as a secret location."""
+    return f"settings:{path}"
+
+
+def attribute_location(name: str, key: str) -> str:
+    """A field of an attribute, as a secret location."""
+    return f"attribute:{name}:{key}"
+
+
 @dataclass
 class BotRecord:
     """What botctl last applied to one chatbot, or read from it matching the configuration:
     the settings, the attributes it manages, and which of those values were *verified* (read
-    from the service) rather than only sent."""
+    from the service) rather than only sent.
+
+    A value that held a secret when it was written is known only by its fingerprint when read
+    back: it is in ``sealed_settings`` (by leaf path) or ``sealed_attributes`` (by attribute,
+    then field), and absent from ``settings`` and ``attributes``. The diff compares with it
+    through ``reconcile.sealed``."""
 
     bot: str  # metadata.name when last recorded
     settings: ChatbotSettings = field(default_factory=ChatbotSettings)
     attributes: dict[str, CustomAttribute] = field(default_factory=dict)
     verified_settings: set[str] = field(default_factory=set)  # leaf paths
     verified_attributes: set[str] = field(default_factory=set)  # names
+    sealed_settings: dict[str, Sealed] = field(default_factory=dict)
+    sealed_attributes: dict[str, dict[str, Sealed]] = field(default_factory=dict)
+
+    def raw_leaves(self) -> dict[str, JsonValue]:
+        """Every recorded settings leaf, sealed ones as their ``Sealed``."""
+        return {**self.settings.leaves, **self.sealed_settings}
+
+    def raw_attribute(self, name: str) -> dict[str, JsonValue] | None:
+        """The recorded attribute as JSON, its sealed fields as their ``Sealed``."""
+        attribute = self.attributes.get(name)
+        if attribute is None:
+            return None
+        return {**attribute.to_json(), **self.sealed_attributes.get(name, {})}
 
 
 @dataclass
@@ -108,6 +161,23 @@ class State:
     lineage: str | None = None  # None until the first write creates the file
     serial: int = 0
     bots: dict[str, BotRecord] = field(default_factory=dict)  # by chatbot id
+    # The lineage's key for fingerprints (hex); None until the state has one (a new state,
+    # or one read from a format without it, gets one when it is written).
+    salt: str | None = field(default=None, repr=False)
+    outdated: bool = False  # read from an older format: rewritten at the next write
+    # What this run knows must never be written in clear: secret values, and per chatbot the
+    # locations where its configuration holds one (see ``protect``). In memory only.
+    secrets: frozenset[str] = field(default=frozenset(), repr=False)
+    secret_locations: dict[str, set[str]] = field(default_factory=dict, repr=False)
+
+    def protect(self, secrets: Iterable[str], locations: Mapping[str, set[str]]) -> None:
+        """Values to write only as fingerprints: any holding one of ``secrets``, and any at
+        one of ``locations`` (chatbot id -> locations), which may hold a secret the
+        configuration no longer has (rotated since it was recorded in clear by an older
+        botctl)."""
+        self.secrets = self.secrets | frozenset(secrets)
+        for chatbot_id, found in locations.items():
+            self.secret_locations.setdefault(chatbot_id, set()).update(found)
 
     def record_for(self, chatbot_id: str) -> BotRecord | None:
         return self.bots.get(chatbot_id)
@@ -128,9 +198,13 @@ class State:
             record.verified_settings = {
                 path for path in record.verified_settings if path.split(".", 1)[0] not in sent
             }
+            record.sealed_settings = {
+                path: v for path, v in record.sealed_settings.items() if _top(path) not in sent
+            }
         else:
             attributes.fold(record.attributes, op)
             record.verified_attributes.discard(op.subject)
+            record.sealed_attributes.pop(op.subject, None)
 
     def record_verified(
         self,
@@ -143,11 +217,23 @@ class State:
         record = self.record(bot)
         before = (record.settings, dict(record.attributes), set(record.verified_settings))
         verified_attributes = set(record.verified_attributes)
+        sealed = (dict(record.sealed_settings), dict(record.sealed_attributes))
         if settings_values:
             record.settings = settings.with_leaves(record.settings, settings_values)
             record.verified_settings |= set(settings_values)
+            for path in settings_values:
+                record.sealed_settings.pop(path, None)
         for name, attribute in attribute_records.items():
             record.attributes[name] = attribute
             record.verified_attributes.add(name)
+            record.sealed_attributes.pop(name, None)
         after = (record.settings, record.attributes, record.verified_settings)
-        return before != after or verified_attributes != record.verified_attributes
+        return (
+            before != after
+            or verified_attributes != record.verified_attributes
+            or sealed != (record.sealed_settings, record.sealed_attributes)
+        )
+
+
+def _top(path: str) -> str:
+    return path.split(".", 1)[0]

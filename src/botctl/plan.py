@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from botctl.sealing import Secret
 from botctl.values import JsonValue
 
 # "reassert": a value botctl cannot read back, sent again as last applied (`--reassert`).
@@ -104,15 +105,24 @@ class Operation:
         return (self.bot.name, _RESOURCE_ORDER[self.resource], self.subject)
 
 
+# Where a value a plan relied on was known from: read from the service, or recorded in state.
+Source = Literal["service", "state"]
+
+
 @dataclass(frozen=True)
 class Dependency:
-    """A verified live value the plan relies on; a saved plan is stale once it moved.
-    ``value`` is None for "absent" (e.g. the attribute did not exist)."""
+    """A value the plan relies on (of a chatbot it writes to): read from the service
+    (``verified``) or recorded in the state (``assumed``); a saved plan is stale once it
+    moved. ``value`` is None for "absent" (e.g. the attribute did not exist); a recorded value
+    may hold ``sealing.Sealed`` parts. ``secret``: the configuration holds a secret there, so
+    a plan file keeps only the value's fingerprint."""
 
     chatbot_id: str
     resource: Resource
     path: str
     value: JsonValue
+    source: Source = "service"
+    secret: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,8 +157,12 @@ class Plan:
     bots: tuple[BotRef, ...] = field(default=())  # every chatbot the plan covers, in order
     # Safety caps this plan exceeds; apply refuses it unless forced (see reconcile.safety).
     violations: tuple[str, ...] = ()
-    # Values marked ${secret:...}: masked wherever the plan or its requests are shown.
-    secrets: frozenset[str] = frozenset()
+    # The ${secret:...}s of the configuration: masked wherever the plan or its requests are
+    # shown; a plan file keeps where each goes in a request, never its value.
+    secrets: frozenset[Secret] = frozenset()
+    # The key of the fingerprints of the state the plan was made against, when that state
+    # keeps one (a plan file's fingerprints then use it). Never written to a plan file.
+    state_salt: str | None = field(default=None, repr=False)
     # Chatbots of the configuration the service does not list: an error for each, while the
     # others are planned as usual.
     missing: tuple[BotRef, ...] = ()
@@ -172,8 +186,14 @@ class Plan:
         object.__setattr__(
             self,
             "depends_on",
-            tuple(sorted(self.depends_on, key=lambda d: (d.chatbot_id, d.resource, d.path))),
+            tuple(
+                sorted(self.depends_on, key=lambda d: (d.chatbot_id, d.resource, d.path, d.source))
+            ),
         )
+
+    @property
+    def secret_values(self) -> frozenset[str]:
+        return frozenset(secret.value for secret in self.secrets)
 
     @property
     def empty(self) -> bool:

@@ -27,6 +27,7 @@ from botctl.resources.settings import (
     LeadField,
     Styles,
 )
+from botctl.sealing import Secret
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "config"
@@ -360,16 +361,67 @@ def test_interpolator_does_not_interpolate_twice() -> None:
 @pytest.mark.parametrize(
     ("text", "secrets"),
     [
-        ("${secret:TOKEN}", {"t0k"}),
-        ("${secret:TOKEN:-dflt} ${secret:MISSING:-dflt2}", {"t0k", "dflt2"}),
+        ("${secret:TOKEN}", {Secret("t0k", "TOKEN")}),
+        (
+            "${secret:TOKEN:-dflt} ${secret:MISSING:-dflt2}",
+            {Secret("t0k", "TOKEN"), Secret("dflt2", "MISSING", defaulted=True)},
+        ),
+        ("${secret:EMPTY:-dflt}", {Secret("dflt", "EMPTY", defaulted=True)}),
         ("${TOKEN}", set()),
         ("${secret:EMPTY}", set()),  # nothing to mask
     ],
 )
-def test_interpolator_collects_secret_values(text: str, secrets: set[str]) -> None:
+def test_interpolator_collects_secrets_with_their_variables(
+    text: str, secrets: set[Secret]
+) -> None:
     interpolate = Interpolator({"TOKEN": "t0k", "EMPTY": ""})
     interpolate(text)
     assert interpolate.secrets == secrets
+    assert set(interpolate.last_secrets) == secrets
+
+
+def test_a_secret_never_shows_in_a_repr() -> None:
+    assert "t0k" not in repr(Secret("t0k", "TOKEN"))
+    assert repr(Secret("t0k", "TOKEN")) == "Secret($TOKEN)"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (bot_yaml(chatbot_id="${secret:ID}"), 6),
+        (bot_yaml(name="${secret:ID}"), 4),
+        (bot_yaml(spec="  customAttributes:\n    - {name: '${secret:ID}', type: text}\n"), 8),
+        (bot_yaml(spec="  apiKeyEnv: ${secret:ID}\n"), 7),
+    ],
+)
+def test_a_secret_is_refused_where_it_would_identify_something(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    """Names and ids are shown in every plan and kept in the state: a secret there could be
+    neither masked nor fingerprinted."""
+    path = write(tmp_path, "bot.yaml", text)
+    found = [p for p in problems(path, environ={"ID": "x1"}) if "may only be used" in p.message]
+    assert [p.line for p in found] == [line]
+    assert "in spec.settings or in an attribute's label or description" in found[0].message
+
+
+def test_a_secret_in_settings_and_attribute_labels_is_fine(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bot.yaml",
+        bot_yaml(
+            spec="  settings: {styles: {displayName: '${secret:S}'}}\n"
+            "  customAttributes:\n"
+            "    - {name: tier, type: text, label: 'L ${secret:S}', description: '${secret:T}'}\n"
+        ),
+    )
+    bot = one_bot(path, {"S": "s1", "T": "t1"})
+    assert bot.secrets == (Secret("s1", "S"), Secret("t1", "T"))
+    assert bot.secret_locations() == {
+        "settings:styles.displayName",
+        "attribute:tier:label",
+        "attribute:tier:description",
+    }
 
 
 INTERPOLATION_ERRORS = [
@@ -639,7 +691,7 @@ def test_botspec_fields() -> None:
         prune=True,
         max_archive_percent=50,
         source=f"{path}:2",
-        secret_values=frozenset(),
+        secrets=(),
     )
     assert isinstance(bot.attributes, tuple)
     assert isinstance(bot.settings, ChatbotSettings)
@@ -738,7 +790,9 @@ def test_validation_errors_never_show_a_secret(tmp_path: Path) -> None:
     text = "\n".join(map(str, found))
     assert len(found) == 6, text
     assert "hunter2" not in text
-    assert text.count("(secret)") == 6, text
+    assert text.count("(secret)") == 4, text  # the settings' values, quoted masked
+    # A secret as the chatbotId is refused where it stands, its value never quoted.
+    assert text.count("${secret:...} may only be used in spec.settings") == 2, text
 
 
 def test_names_differing_only_in_case_across_a_set_and_a_chatbot_are_an_error(
@@ -769,3 +823,13 @@ def test_a_fifo_given_as_configuration_is_named_never_opened(tmp_path: Path) -> 
     fifo = tmp_path / "bots.yaml"
     os.mkfifo(fifo)
     assert [str(p) for p in problems(fifo)] == [f"{fifo}:1:1: not a file or a directory"]
+
+
+@pytest.mark.parametrize("kind", ["{}", "[Chatbot]", "3"])
+def test_a_kind_that_is_not_a_string_is_a_located_error(tmp_path: Path, kind: str) -> None:
+    """Found by the fuzzer: a mapping as the kind crashed the loader (unhashable)."""
+    text = bot_yaml().replace("kind: Chatbot", f"kind: {kind}")
+    path = write(tmp_path, "bot.yaml", text)
+    [problem] = [p for p in problems(path) if p.message.startswith("kind:")]
+    assert problem.line == 2
+    assert "must be one of 'Chatbot', 'AttributeSet' or 'Defaults'" in problem.message

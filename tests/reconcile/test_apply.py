@@ -10,7 +10,7 @@ import pytest
 
 from botctl.errors import AmbiguousApiError, ApiError, TransportError
 from botctl.plan import BotRef, Operation, OperationKind, Plan
-from botctl.reconcile.apply import ApplyReport, OpResult, apply_plan
+from botctl.reconcile.apply import INTERRUPTED, ApplyReport, OpResult, Stop, apply_plan
 from tests.factories import operation
 
 ATTR = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
@@ -167,3 +167,82 @@ def test_one_bot_failing_does_not_stop_others_and_skips_its_rest() -> None:
     }
     assert len(seen) == 3
     assert [r.operation for r in report.results] == list(plan.operations)  # plan order
+
+
+class GatedService(FakeService):
+    """Settings updates wait until the test lets them through: work "in flight"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[str] = []
+        self.release = asyncio.Event()
+
+    async def update_settings(self, chatbot_id: str, fields: dict[str, Any]) -> None:
+        self.started.append(chatbot_id)
+        await self.release.wait()
+        await super().update_settings(chatbot_id, fields)
+
+
+def three_bots() -> Plan:
+    ops = [op(kind, f"b{i}") for i in range(3) for kind in ("update_settings", "create_attribute")]
+    return Plan(operations=tuple(ops))
+
+
+async def interrupted_run(
+    service: GatedService, stop: Stop, *, requests: int, release: bool
+) -> ApplyReport:
+    """Two chatbots in flight (parallelism 2) when the stop is requested."""
+    seen: list[OpResult] = []
+    run = asyncio.ensure_future(
+        apply_plan(three_bots(), {"KEY": service}, on_result=seen.append, parallelism=2, stop=stop)
+    )
+    while len(service.started) < 2:
+        await asyncio.sleep(0)
+    for _ in range(requests):
+        stop.request(15)
+    if release:
+        service.release.set()
+    report = await run
+    assert sorted(map(id, seen)) == sorted(map(id, report.results))  # every outcome reported
+    return report
+
+
+def statuses(report: ApplyReport) -> list[tuple[str, str, str]]:
+    return [(r.operation.bot.chatbot_id, r.operation.kind, r.status) for r in report.results]
+
+
+def test_a_stop_lets_work_in_flight_finish_and_starts_nothing_more() -> None:
+    service = GatedService()
+    report = asyncio.run(interrupted_run(service, Stop(), requests=1, release=True))
+    assert statuses(report) == [
+        ("b0", "update_settings", "applied"),
+        ("b0", "create_attribute", "not_attempted"),
+        ("b1", "update_settings", "applied"),
+        ("b1", "create_attribute", "not_attempted"),
+        ("b2", "update_settings", "not_attempted"),
+        ("b2", "create_attribute", "not_attempted"),
+    ]
+    assert service.started == ["b0", "b1"]
+    assert all(r.message == INTERRUPTED for r in report.results if r.status == "not_attempted")
+
+
+@pytest.mark.parametrize(
+    ("stop", "requests"),
+    [(Stop(), 2), (Stop(drain_timeout=0), 1)],
+    ids=["second request", "drain timed out"],
+)
+def test_work_in_flight_is_abandoned_by_a_second_request_or_the_drain_timeout(
+    stop: Stop, requests: int
+) -> None:
+    service = GatedService()
+    report = asyncio.run(interrupted_run(service, stop, requests=requests, release=False))
+    assert statuses(report)[:2] == [
+        ("b0", "update_settings", "failed"),
+        ("b0", "create_attribute", "not_attempted"),
+    ]
+    assert report.count("failed") == 2
+    assert report.count("not_attempted") == 4
+    failed = [r for r in report.results if r.status == "failed"]
+    assert all("abandoned in flight" in r.message for r in failed)
+    assert all("may have been applied" in r.message for r in failed)
+    assert service.settings == {}  # abandoned before they were made

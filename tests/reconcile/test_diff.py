@@ -11,6 +11,7 @@ from botctl.models import Live, State
 from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan
 from botctl.reconcile.diff import compute_plan, missing_error
 from botctl.reconcile.safety import SafetyPolicy
+from botctl.sealing import Secret
 from botctl.values import mask_secrets, same_value
 from tests.factories import bot, desired, live, live_bot, state
 
@@ -212,7 +213,7 @@ def test_no_reads_no_state_sends_everything_then_state_converges() -> None:
 
 
 def test_secrets_are_masked_in_changes_but_not_in_operations() -> None:
-    spec = bot(settings={"instructions": "token s3cr3t here"}, secret_values=frozenset({"s3cr3t"}))
+    spec = bot(settings={"instructions": "token s3cr3t here"}, secrets=(Secret("s3cr3t", "T"),))
     plan = compute_plan(desired(spec), Live(), State())
     assert "s3cr3t" not in str(plan.to_document())
     assert plan.operations[0].body["instructions"] == "token s3cr3t here"
@@ -363,7 +364,9 @@ def test_names_that_match_exactly_are_planned_whatever_else_differs_in_case() ->
 
 def test_secrets_are_masked_in_what_an_unmanageable_record_shows() -> None:
     plan = compute_plan(
-        desired(bot(attributes=[{"name": "pick", "type": "text"}], secret_values={"hunter2"})),
+        desired(
+            bot(attributes=[{"name": "pick", "type": "text"}], secrets=(Secret("hunter2", "T"),))
+        ),
         live(live_bot(attributes=[{"name": "pick", "type": "text", "label": ["hunter2"]}])),
         State(),
     )

@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
-from botctl.errors import PlanError
+from botctl.errors import PlanError, StalePlanError
+from botctl.plan import Plan
+from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.freshness import resolve_secrets
+from botctl.sealing import Secret, fingerprint
 from botctl.store.planfile import (
     _checksum,
     plan_file_document,
@@ -16,6 +20,7 @@ from botctl.store.planfile import (
     read_plan_file,
     write_plan_file,
 )
+from tests.factories import bot, desired, live, live_bot, state
 from tests.test_render import sample_plan
 
 
@@ -23,7 +28,93 @@ def test_plan_file_roundtrip_is_exact() -> None:
     plan = sample_plan()
     data = json.loads(json.dumps(plan_file_document(plan)))
     again = plan_from_document(data)
-    assert again == plan
+    assert again.plan == plan
+    assert again.salt == data["salt"]  # made without a state that keeps a salt: its own
+
+
+SECRETS = (Secret("s3cr3t-t0ken", "PROMPT_TOKEN"), Secret("fallback-pw", "OPT", defaulted=True))
+SALT = "cd" * 32
+
+
+def secret_plan(state_salt: str | None = None) -> Plan:
+    spec = bot(
+        settings={
+            "instructions": "Use s3cr3t-t0ken carefully",
+            "initialMessages": ["Hi", "pw: fallback-pw"],
+        },
+        attributes=[{"name": "tier", "type": "text", "label": "Tier s3cr3t-t0ken"}],
+        secrets=SECRETS,
+    )
+    observed = live_bot(
+        settings={"instructions": "Use 0ld-t0ken carefully"},  # a secret rotated since
+        attributes=[{"name": "tier", "type": "text", "label": "Tier s3cr3t-t0ken"}],
+    )
+    st = state(settings={"initialMessages": ["Hi", "pw: 0ld-pw"]})  # recorded by botctl 2
+    st.salt = state_salt
+    return compute_plan(desired(spec), live(observed), st)
+
+
+def test_a_plan_file_never_holds_a_secret_and_applies_them_again(tmp_path: Path) -> None:
+    plan = secret_plan()
+    path = tmp_path / "plan.json"
+    write_plan_file(plan, path)
+    text = path.read_text()
+    for secret in ("s3cr3t-t0ken", "fallback-pw", "0ld-t0ken", "0ld-pw"):
+        assert secret not in text
+    data = json.loads(text)
+    ops = {op["subject"]: op for op in data["operations"]}
+    instructions = ops["settings"]["body"]["instructions"]["$secret"]
+    assert instructions[0] == "Use "
+    assert instructions[1]["variable"] == "PROMPT_TOKEN"
+    assert instructions[1]["fingerprint"].startswith("hmac-sha256:")
+    assert instructions[2] == " carefully"
+    assert ops["settings"]["body"]["initialMessages"][1]["$secret"][1] == {
+        "variable": "OPT",
+        "fingerprint": fingerprint(data["salt"], "fallback-pw"),
+        "default": True,
+    }
+    # A value read from the service where the configuration holds a secret: its fingerprint.
+    relied = {(d["resource"], d["path"], d["source"]): d["value"] for d in data["depends_on"]}
+    assert relied[("settings", "instructions", "service")] == {
+        "$sealed": fingerprint(data["salt"], "Use 0ld-t0ken carefully")
+    }
+    # A value taken from the state where the configuration holds a secret: likewise.
+    assert relied[("settings", "initialMessages", "state")] == {
+        "$sealed": fingerprint(data["salt"], ["Hi", "pw: 0ld-pw"])
+    }
+    saved = read_plan_file(path)
+    environ = {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "fallback-pw"}
+    assert saved.salt is not None
+    again = resolve_secrets(saved.plan, environ, saved.salt)
+    assert again.operations == plan.operations
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_plan_of_a_state_with_a_salt_uses_it_and_never_writes_it() -> None:
+    data = plan_file_document(secret_plan(state_salt=SALT))
+    assert data["salt"] is None
+    assert SALT not in json.dumps(data)
+    saved = plan_from_document(json.loads(json.dumps(data)))
+    assert saved.salt is None
+    with pytest.raises(StalePlanError, match=r"\$PROMPT_TOKEN"):
+        resolve_secrets(saved.plan, {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "x"}, "ef" * 32)
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        {"variable": "1BAD", "fingerprint": "hmac-sha256:" + "0" * 64},
+        {"variable": "X", "fingerprint": "sha1:00"},
+        {"variable": "X", "fingerprint": "hmac-sha256:" + "0" * 64, "value": "leak"},
+        7,
+    ],
+)
+def test_a_malformed_secret_in_a_request_is_refused(piece: Any) -> None:
+    data = json.loads(json.dumps(plan_file_document(secret_plan())))
+    data["operations"][0]["body"]["instructions"] = {"$secret": ["a", piece]}
+    data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
+    with pytest.raises(PlanError, match=r"malformed: operations\.0\.body\.instructions"):
+        plan_from_document(data)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +165,7 @@ def test_reading_a_plan_file_that_is_not_one(tmp_path: Path) -> None:
 def test_written_plan_file_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "plan.json"
     write_plan_file(sample_plan(), path)
-    assert read_plan_file(path) == sample_plan()
+    assert read_plan_file(path).plan == sample_plan()
 
 
 def test_summary_counts_actions() -> None:

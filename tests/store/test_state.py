@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from botctl.errors import LockError, StateError
-from botctl.models import State
+from botctl.models import BotRecord, State
 from botctl.plan import BotRef, Operation, OperationKind
+from botctl.resources.settings import ChatbotSettings
+from botctl.sealing import fingerprint, seal
 from botctl.store.lock import StateLock, break_lock, lock_path_for
 from botctl.store.state import StateWriter, load_state, render_json, save_state, state_document
 from tests.factories import operation
@@ -173,3 +175,131 @@ def test_state_lock_and_plan_files_are_created_0600(tmp_path: Path) -> None:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600
+
+
+SECRET = "s3cr3t-t0ken"
+
+
+def secret_state() -> State:
+    """A state that recorded a value and an attribute label holding a ${secret:...}."""
+    st = State()
+    st.protect({SECRET}, {})
+    st.apply_operation(op(record={"name": "Bot", "instructions": f"use {SECRET}", "temp": 0.2}))
+    label = {"name": "tier", "type": "text", "label": f"T {SECRET}", "archived": False}
+    st.apply_operation(op("create_attribute", "tier", label))
+    return st
+
+
+def test_a_secret_is_written_as_its_fingerprint_and_read_back_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    save_state(secret_state(), path)
+    text = path.read_text()
+    assert SECRET not in text
+    data = json.loads(text)
+    assert data["format_version"] == 3
+    salt = data["salt"]
+    record = data["bots"]["bot-1"]
+    assert record["settings"]["instructions"] == {"$sealed": fingerprint(salt, f"use {SECRET}")}
+    assert record["settings"]["name"] == "Bot"  # no secret: in clear
+    assert record["attributes"]["tier"]["label"] == {"$sealed": fingerprint(salt, f"T {SECRET}")}
+    loaded = load_state(path)
+    assert loaded.salt == salt
+    assert not loaded.outdated
+    rec = loaded.bots["bot-1"]
+    assert rec.settings.json_fields == {"name": "Bot", "temp": 0.2}
+    assert rec.sealed_settings == {"instructions": seal(salt, f"use {SECRET}")}
+    assert rec.attributes["tier"].label is None
+    assert rec.sealed_attributes == {"tier": {"label": seal(salt, f"T {SECRET}")}}
+    # Written again without knowing the secret (another run): the fingerprints stay as they were.
+    save_state(loaded, path)
+    assert json.loads(path.read_text())["bots"] == data["bots"]
+
+
+def test_a_state_file_an_older_botctl_left_readable_is_narrowed(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    save_state(secret_state(), path)
+    path.chmod(0o644)  # as an older botctl left it
+    save_state(load_state(path), path)
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_operation_replaces_a_sealed_value_it_sends() -> None:
+    st = State(salt="ab" * 32)
+    st.bots["bot-1"] = load_record_with_sealed(st.salt or "")
+    st.apply_operation(op(record={"styles": {"theme": "dark"}}))
+    assert st.bots["bot-1"].sealed_settings == {"instructions": seal("ab" * 32, "x")}
+    st.apply_operation(op(record={"instructions": "plain"}))
+    assert st.bots["bot-1"].sealed_settings == {}
+    assert st.bots["bot-1"].settings.json_fields["instructions"] == "plain"
+
+
+def load_record_with_sealed(salt: str) -> BotRecord:
+    return BotRecord(
+        bot="support",
+        settings=ChatbotSettings(name="N"),
+        sealed_settings={"instructions": seal(salt, "x"), "styles.displayName": seal(salt, "y")},
+    )
+
+
+def test_a_version_2_state_with_secrets_in_clear_is_rewritten_sealed(tmp_path: Path) -> None:
+    """A state of botctl before this format kept secrets in clear: it is read, and the next
+    write seals every value that holds a secret, and every value where the configuration
+    holds one (it may be an older secret, rotated since)."""
+    path = tmp_path / "state.json"
+    old = {
+        "format_version": 2,
+        "lineage": "L",
+        "serial": 4,
+        "bots": {
+            "bot-1": {
+                "bot": "support",
+                "settings": {"instructions": f"use {SECRET}", "ipLimitMessage": "0ld-secret"},
+                "verified_settings": [],
+                "attributes": {},
+                "verified_attributes": [],
+            }
+        },
+    }
+    path.write_text(json.dumps(old))
+    st = load_state(path)
+    assert st.outdated
+    assert st.bots["bot-1"].settings.instructions == f"use {SECRET}"
+    st.protect({SECRET}, {"bot-1": {"settings:ipLimitMessage"}})
+    writer = StateWriter(st, path)
+    assert writer.dirty  # rewritten even when the run records nothing
+    writer.flush()
+    text = path.read_text()
+    assert SECRET not in text
+    assert "0ld-secret" not in text
+    again = load_state(path)
+    assert (again.lineage, again.serial, again.outdated) == ("L", 5, False)
+    assert set(again.bots["bot-1"].sealed_settings) == {"instructions", "ipLimitMessage"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("salt"), "salt: Field required"),
+        (lambda d: d.update(salt="short"), "salt: String should match pattern"),
+        (
+            lambda d: d["bots"]["bot-1"]["attributes"]["tier"].update(
+                type={"$sealed": "hmac-sha256:" + "0" * 64}
+            ),
+            "bots.bot-1.attributes.tier.type: Input should be",
+        ),
+        (
+            lambda d: d["bots"]["bot-1"]["settings"].update(instructions={"$sealed": "md5:0"}),
+            "bots.bot-1.settings.instructions: Input should be a valid string",
+        ),
+    ],
+)
+def test_a_malformed_sealed_state_names_the_place(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    path = tmp_path / "state.json"
+    save_state(secret_state(), path)
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(StateError, match=message):
+        load_state(path)

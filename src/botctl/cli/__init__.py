@@ -2,8 +2,9 @@
 renders, and returns its exit code. The only package that prints or exits.
 
 Exit codes: 0 success / in sync, 1 error, 2 changes or drift present (``plan
---detailed-exitcode``, ``drift``). Each command imports what it needs when it runs, so
-``botctl --help`` and ``botctl validate`` never load the HTTP stack.
+--detailed-exitcode``, ``drift``), 130 / 143 interrupted by SIGINT / SIGTERM. Each command
+imports what it needs when it runs, so ``botctl --help`` and ``botctl validate`` never load
+the HTTP stack.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from botctl.cli.schema import schema
 from botctl.cli.state import state
 from botctl.cli.unlock import unlock
 from botctl.cli.validate import validate
-from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
+from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError, Interrupted
 from botctl.sandbox.cli import sandbox
 
 
@@ -45,6 +46,9 @@ class BotctlGroup(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(EXIT_ERROR)
+        except Interrupted as exc:
+            err(str(exc))
+            sys.exit(exc.exit_code)
         except BotctlError as exc:
             err(f"error: {exc}")
             sys.exit(exc.exit_code)
@@ -61,7 +65,8 @@ def cli() -> None:
     embedded sandbox, offline.
 
     \b
-    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present.
+    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present, 130 / 143
+    interrupted by SIGINT / SIGTERM.
     """
 
 

@@ -18,11 +18,17 @@ from botctl.cli.options import (
     service_options,
     workspace,
 )
-from botctl.errors import EXIT_ERROR, EXIT_OK
+from botctl.defaults import DEFAULT_DRAIN_TIMEOUT
+from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_SIGNAL_BASE, BotctlError, signal_name
 from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
     from botctl.plan import Plan
+
+NO_TERMINAL = (
+    "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
+    "`botctl apply --plan FILE` (made by `botctl plan --out FILE`); nothing was applied"
+)
 
 
 @click.command()
@@ -35,6 +41,15 @@ if TYPE_CHECKING:
 )
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
 @LOCK_TIMEOUT
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(0),
+    default=DEFAULT_DRAIN_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="On SIGINT or SIGTERM, wait this long for the requests in flight before abandoning "
+    "them (a second signal abandons them at once).",
+)
 @REASSERT
 @click.option(
     "--skip-missing",
@@ -43,13 +58,17 @@ if TYPE_CHECKING:
 )
 @service_options
 @safety_options
-def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
+def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **params: Any) -> int:
     """Apply the configuration (or a saved plan) to the service.
 
-    Shows the plan and asks for confirmation on a terminal; without a terminal it refuses
-    unless --auto-approve or --plan. Each operation is printed as it completes; state records
-    every applied operation, so a re-run does only what is left, and every value the service
-    was read holding as configured (the baseline drift compares against).
+    Shows the plan and asks for confirmation on a terminal; without a terminal it refuses to
+    apply changes unless --auto-approve or --plan (a plan without changes is fine). Each
+    operation is printed as it completes; state records every applied operation, so a re-run
+    does only what is left, and every value the service was read holding as configured (the
+    baseline drift compares against).
+
+    On SIGINT or SIGTERM it starts no more operations, waits up to --drain-timeout for those
+    in flight, records what finished, prints the summary and exits 130 or 143.
 
     \b
     Examples:
@@ -59,6 +78,7 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
       botctl apply bots/ --reassert --auto-approve   # nightly: heal write-only settings
     """
     from botctl.pipeline.flows import run_apply
+    from botctl.reconcile.apply import Stop, StopEvent
     from botctl.reconcile.diff import missing_error
     from botctl.render import render_plan
     from botctl.store.planfile import read_plan_file
@@ -72,20 +92,19 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
             )
         saved = read_plan_file(plan_file)
         params["paths"] = (plan_file,)
-    elif not auto_approve and not sys.stdin.isatty():
-        raise click.UsageError(
-            "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
-            "`botctl apply --plan FILE` (made by `botctl plan --out FILE`)"
-        )
     ws = workspace(params)
     colour = colour_enabled()
+    declined: list[bool] = []
 
     def confirm(p: Plan) -> bool:
         if saved is not None or auto_approve:
             return True
+        # Asked only now: a plan without changes needs no confirmation, terminal or not.
+        if not sys.stdin.isatty():
+            raise BotctlError(NO_TERMINAL)
         if click.confirm("\nApply these changes?", default=False):
             return True
-        click.echo("Cancelled: nothing was applied.")
+        declined.append(True)
         return False
 
     progress = Progress(live=colour_enabled(sys.stdout))
@@ -98,11 +117,32 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
         progress.total = len(p.operations)
         shown.append(p)
 
+    def stopping(event: StopEvent, in_flight: int) -> None:
+        progress.finish()
+        if event == "stopping":
+            assert stop.reason is not None
+            err(
+                f"\n{signal_name(stop.reason)}: stopping; no operation starts from now on. "
+                f"Waiting up to {drain_timeout:g} s for the {in_flight} in flight (signal again "
+                "to stop at once)."
+            )
+        else:
+            err(
+                f"Abandoning the {in_flight} operation(s) in flight: each may have been "
+                "applied; the state records what finished."
+            )
+
+    stop = Stop(drain_timeout, stopping)
     outcome = run_async(
-        run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line)
+        run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line, stop=stop),
+        stop=stop,
+        unwritten="nothing was applied",
     )
     missing = missing_error(shown[0]) if shown else None
     if outcome is None:
+        if declined:
+            err("Apply cancelled: nothing was applied.")
+            return EXIT_ERROR
         if missing is not None:
             raise missing
         return EXIT_OK
@@ -111,11 +151,27 @@ def apply(plan_file: Path | None, auto_approve: bool, **params: Any) -> int:
     if READ_BACK.code not in ws.disabled_warnings:
         for note in outcome.not_taken:
             err(f"warning[{READ_BACK.code}]: {note}")
+    if outcome.interrupted is not None:
+        how = f"interrupted by {signal_name(outcome.interrupted)}"
+    else:
+        how = "complete" if report.ok else "incomplete"
     click.echo(
-        f"\nApply {'complete' if report.ok else 'incomplete'}: {report.count('applied')} "
-        f"applied, {report.count('failed')} failed, {report.count('not_attempted')} not "
-        "attempted."
+        f"\nApply {how}: {report.count('applied')} applied, {report.count('failed')} failed, "
+        f"{report.count('not_attempted')} not attempted."
     )
+    if outcome.interrupted is not None:
+        if outcome.state_error is None:
+            err(
+                "error: interrupted; the state records what was applied, so re-running "
+                "`botctl apply` does only what is left."
+            )
+        else:
+            err(
+                f"error: interrupted, and {outcome.state_error}: what was applied since its "
+                "last write is not recorded; `botctl apply` reads the service and sends what "
+                "is left once the state can be written."
+            )
+        return EXIT_SIGNAL_BASE + outcome.interrupted
     if outcome.state_error is not None:
         err(
             f"error: {outcome.state_error}: what was applied since its last write is not "

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Coroutine, Iterable
+import threading
+from collections.abc import Coroutine, Iterable, Iterator
+from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
 from botctl.annotations import inert
+from botctl.errors import Interrupted
 
 if TYPE_CHECKING:
-    from botctl.reconcile.apply import OpResult
+    from botctl.reconcile.apply import OpResult, Stop
 
 T = TypeVar("T")
 
@@ -37,19 +42,86 @@ def print_warnings(warnings: Iterable[str]) -> None:
         err(warning if already else f"warning: {warning}")
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run``, with the result handed over outside the main task.
+def run_async(coro: Coroutine[Any, Any, T], *, stop: Stop | None = None, unwritten: str = "") -> T:
+    """``asyncio.run``, with SIGINT and SIGTERM handled, and the result handed over outside
+    the main task.
+
+    Until ``stop`` is armed (writing has begun), the first SIGINT or SIGTERM interrupts the
+    run where it is, as Ctrl-C does by default (the state lock and files are released on the
+    way out), and it ends with ``Interrupted`` (exit 128 + the signal), saying ``unwritten``;
+    signals while it unwinds are ignored. Once armed, every signal is a request to ``stop``:
+    the first ends the run gracefully, the next at once (see ``reconcile.apply.Stop``).
 
     On its way out, ``asyncio.run`` restores the SIGINT handler, and CPython formats the
     replaced handler, which holds the finished main task, with ``repr``: the task's result
     with it, which for a large plan is expensive (see README, Benchmarks)."""
     results: list[T] = []
+    signals = _Signals(stop)
 
     async def main() -> None:
-        results.append(await coro)
+        signals.loop = asyncio.get_running_loop()
+        try:
+            results.append(await coro)
+        except KeyboardInterrupt:
+            if signals.first is None:
+                raise
+            # Ours, and the run unwound to here (locks released): end without a result, and
+            # without leaving asyncio an exception to report about this task.
 
-    asyncio.run(main())
+    try:
+        with signals.handled():
+            asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError, click.exceptions.Abort):
+        if signals.first is None:
+            raise
+        raise Interrupted(signals.first, unwritten) from None
+    if not results:
+        assert signals.first is not None
+        raise Interrupted(signals.first, unwritten)
     return results[0]
+
+
+class _Signals:
+    """SIGINT and SIGTERM for one run (see ``run_async``). A Python-level handler rather than
+    the event loop's: it must also break a blocking wait (the confirmation prompt, a lock
+    wait), which only an exception raised in the main thread does."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, stop: Stop | None) -> None:
+        self.stop = stop
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.first: int | None = None
+
+    @contextlib.contextmanager
+    def handled(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals are delivered to the main thread only: nothing to handle
+            return
+        previous = {sig: signal.signal(sig, self._received) for sig in self.SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _received(self, signum: int, frame: FrameType | None) -> None:
+        interrupting = self.first is None
+        if interrupting:
+            self.first = signum
+        if self.stop is not None and self.stop.armed and self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self.loop.call_soon_threadsafe(self.stop.request, signum)
+            return
+        if interrupting:
+            raise _SignalInterrupt(signum)
+
+
+class _SignalInterrupt(KeyboardInterrupt):
+    """What the handler raises: a KeyboardInterrupt (asyncio and click treat it as one) of
+    its own class, because CPython takes a bare one raised inside ``exec`` of a string (as
+    ``dataclasses`` does while a module is imported) for an unhandled Ctrl-C, and then ends
+    the process by SIGINT whatever exit code botctl chose."""
 
 
 class Progress:

@@ -2,8 +2,9 @@
 
 Forms: ``${VAR}``; ``${VAR:-default}`` (the default when VAR is unset or empty, as in a
 shell); ``${secret:VAR}`` / ``${secret:VAR:-default}`` (the same, and the value is masked
-wherever a plan is shown); ``$${`` is a literal ``${``. An unset variable without a default,
-or a malformed reference, is an error naming it.
+wherever a plan is shown and never written to a file: see ``botctl.sealing``); ``$${`` is a
+literal ``${``. An unset variable without a default, or a malformed reference, is an error
+naming it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from botctl.sealing import Secret
 
 _REFERENCE = re.compile(
     r"^(?P<secret>secret:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?$", re.DOTALL
@@ -25,9 +28,12 @@ class InterpolationError(ValueError):
 @dataclass
 class Interpolator:
     environ: Mapping[str, str]
-    secrets: set[str] = field(default_factory=set)  # resolved values marked secret
+    secrets: set[Secret] = field(default_factory=set)  # resolved values marked secret
+    # The secrets the last call resolved: where a secret may be used is the loader's rule.
+    last_secrets: list[Secret] = field(default_factory=list)
 
     def __call__(self, text: str) -> str:
+        self.last_secrets = []
         if "$" not in text:
             return text
         out: list[str] = []
@@ -66,7 +72,9 @@ class Interpolator:
                 f"${{{name}:-...}})"
             )
         if match["secret"] and value:
-            self.secrets.add(value)
+            secret = Secret(value, name, defaulted=not self.environ.get(name))
+            self.secrets.add(secret)
+            self.last_secrets.append(secret)
         return value
 
 
@@ -75,20 +83,48 @@ def interpolate_tree(
     interpolate: Interpolator,
     on_error: Callable[[tuple[str | int, ...], str], None],
     path: tuple[str | int, ...] = (),
+    on_secret: Callable[[tuple[str | int, ...]], None] | None = None,
 ) -> Any:
     """Every string of a parsed YAML value interpolated; lists become tuples (the models hold
     immutable sequences). A string whose reference fails keeps its raw text and is reported
-    with ``on_error(path, message)``."""
+    with ``on_error(path, message)``; ``on_secret(path)`` hears of each string that resolved a
+    ``${secret:...}``."""
     if isinstance(value, str):
         try:
-            return interpolate(value)
+            resolved = interpolate(value)
         except InterpolationError as exc:
             on_error(path, str(exc))
             return value
+        if on_secret is not None and interpolate.last_secrets:
+            on_secret(path)
+        return resolved
     if isinstance(value, dict):
-        return {k: interpolate_tree(v, interpolate, on_error, (*path, k)) for k, v in value.items()}
+        return {
+            k: interpolate_tree(v, interpolate, on_error, (*path, k), on_secret)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return tuple(
-            interpolate_tree(v, interpolate, on_error, (*path, i)) for i, v in enumerate(value)
+            interpolate_tree(v, interpolate, on_error, (*path, i), on_secret)
+            for i, v in enumerate(value)
         )
     return value
+
+
+SECRET_PLACES = (
+    "${secret:...} may only be used in spec.settings or in an attribute's label or "
+    "description: elsewhere the value is a name or an id, shown in every plan and kept in the "
+    "state"
+)
+
+
+def may_hold_secret(path: tuple[str | int, ...]) -> bool:
+    """Where a document may use a ``${secret:...}``: values botctl sends, which it can mask
+    and keep as fingerprints (``botctl.sealing``), never the names that identify things."""
+    if path[:2] == ("spec", "settings"):
+        return True
+    return (
+        len(path) == 4
+        and path[:2] == ("spec", "customAttributes")
+        and path[3] in ("label", "description")
+    )

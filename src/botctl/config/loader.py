@@ -15,11 +15,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from botctl.config.checks import disabled_codes
-from botctl.config.interpolate import Interpolator, interpolate_tree
+from botctl.config.interpolate import (
+    SECRET_PLACES,
+    Interpolator,
+    interpolate_tree,
+    may_hold_secret,
+)
 from botctl.config.project import PROJECT_FILE_NAMES
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
+from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
 from botctl.values import mask_secrets_in_text
@@ -66,7 +72,7 @@ def load_fleet(
     if files and not fleet.bots and not found.has_errors:
         found.add(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
     # A message may quote a value resolved from ${secret:...}: never its text, in any spelling.
-    secrets = {secret for source in sources for secret in source.secrets}
+    secrets = {secret.value for source in sources for secret in source.secrets}
     final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
     if any(p.severity == "error" for p in final):
         raise ConfigError(final)
@@ -140,10 +146,16 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
         )
         return None
     interpolate = Interpolator(environ)
+
+    def secret_at(path: NodePath) -> None:
+        if not may_hold_secret(path):
+            found.add_early(doc.problem(path, SECRET_PLACES))
+
     data = interpolate_tree(
         doc.value,
         interpolate,
         lambda path, message: found.add_early(doc.problem(path, message)),
+        on_secret=secret_at,
     )
     source = Source(doc, data, frozenset(interpolate.secrets))
     source.disabled = disabled_codes(source, found)

@@ -434,7 +434,7 @@ class _Resolver:
             ignore_attributes=tuple(first),
             max_archive_percent=spec_model.safety.maxArchivePercent if spec_model.safety else None,
             source=f"{source.doc.file}:{source.doc.start[0]}",
-            secret_values=secrets,
+            secrets=tuple(sorted(secrets, key=lambda s: (s.variable, s.value))),
         )
         return ResolvedBot(
             spec=bot,

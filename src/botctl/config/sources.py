@@ -11,13 +11,14 @@ from botctl import lint
 from botctl.config.yamlnodes import LocatedDocument
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import Problem
+from botctl.sealing import Secret
 
 
 @dataclass(eq=False)
 class Source:
     doc: LocatedDocument
     data: dict[str, Any]  # the document's values, ${VAR}s interpolated
-    secrets: frozenset[str] = frozenset()  # resolved values of its ${secret:...}s
+    secrets: frozenset[Secret] = frozenset()  # its ${secret:...}s, resolved
     disabled: frozenset[str] = frozenset()  # warning codes its spec.lint.disable silences
 
     @property

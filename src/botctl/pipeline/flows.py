@@ -16,16 +16,22 @@ from botctl.errors import (
     PlanError,
     ReadsUnavailable,
     ServiceError,
+    StalePlanError,
     StateWriteError,
 )
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.plan import BotRef, Plan
 from botctl.reconcile import baseline
-from botctl.reconcile.apply import ApplyReport, OpResult, apply_plan
+from botctl.reconcile.apply import ApplyReport, OpResult, Stop, apply_plan
 from botctl.reconcile.diff import compute_plan, missing_error
 from botctl.reconcile.drift import DriftReport, compute_drift
-from botctl.reconcile.freshness import check_fresh, verify_applied
+from botctl.reconcile.freshness import (
+    check_fresh,
+    check_history,
+    resolve_secrets,
+    verify_applied,
+)
 from botctl.reconcile.safety import enforce_safety
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
@@ -34,6 +40,7 @@ from botctl.service.options import ServiceOptions
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.files import write_new_files
 from botctl.store.lock import StateLock
+from botctl.store.planfile import SavedPlan
 from botctl.store.state import StateWriter, load_state, read_state, save_state
 
 
@@ -45,6 +52,7 @@ class ApplyOutcome:
     # Why the state could not be written at the end (a full disk): what was applied since
     # its last write is not recorded.
     state_error: StateWriteError | None = None
+    interrupted: int | None = None  # what stopped it early (the CLI: a signal number)
 
 
 @dataclass(frozen=True)
@@ -94,33 +102,42 @@ async def make_drift(ws: Workspace) -> DriftReport:
 async def run_apply(
     ws: Workspace,
     *,
-    saved: Plan | None,
+    saved: SavedPlan | None,
     show: Callable[[Plan], None],
     confirm: Callable[[Plan], bool],
     on_result: Callable[[OpResult], None],
+    stop: Stop | None = None,
 ) -> ApplyOutcome | None:
     """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
     ask ``confirm``, record the baseline the service verified, apply, record state, read
-    back. Returns None when there was nothing to send or it was not confirmed."""
+    back. Returns None when there was nothing to send or it was not confirmed.
+
+    ``stop`` is armed once writing begins: a request then ends the apply early (see
+    ``reconcile.apply.Stop``), what finished is recorded, and the outcome says what stopped
+    it. Before that, nothing was written, and the caller interrupts the run as it likes."""
     desired = load(ws) if saved is None else None
     if saved is not None:
-        ws.secrets.update(saved.secrets)
-        ws = _reading_as_planned(ws, saved)
+        ws = _reading_as_planned(ws, saved.plan)
     bots = list(desired.bots) if desired is not None else _bots_of(saved)
+    stop = stop if stop is not None else Stop()
     with (
         open_backend(ws.state_path) as backend,
         StateLock(backend, timeout=ws.lock_timeout, command="apply"),
     ):
         stored = read_state(backend)
         state = stored.state
+        if desired is not None:
+            _protect(state, ws, desired)
+        # A saved plan's secrets first: the reads must be traced (--debug) with them masked.
+        opened = _open_saved(saved, state, ws) if saved is not None else None
         async with connect(_refs(bots), ws.environ, ws.service) as clients:
             live = await read_live(bots, clients, concurrency=ws.parallelism)
-            if desired is not None:
-                plan = _compute_plan(desired, live, state, ws, refused_read_notes(clients))
+            if opened is not None:
+                plan, salt = opened
+                check_fresh(plan, live, state, salt)
             else:
-                assert saved is not None
-                check_fresh(saved, live, state.serial if state.lineage else None, state.lineage)
-                plan = saved
+                assert desired is not None
+                plan = _compute_plan(desired, live, state, ws, refused_read_notes(clients))
             show(plan)
             missing = missing_error(plan)
             if missing is not None and not ws.skip_missing:
@@ -139,12 +156,46 @@ async def run_apply(
             _record(writer, baseline.matching(desired, live) if desired else ())
             writer.flush()
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
+            stop.armed = True
             try:
-                report = await _apply_recording(plan, clients, writer, ws, on_result)
-                notes = await _read_back(report, bots, clients, writer, ws, plan.secrets)
+                report = await _apply_recording(plan, clients, writer, ws, on_result, stop)
+                notes = (
+                    []
+                    if stop.requested
+                    else await stop.guard(
+                        _read_back(report, bots, clients, writer, ws, frozenset(ws.secrets)),
+                        lambda: ["the read-back was interrupted: what was sent is not verified"],
+                    )
+                )
             finally:
+                stop.settle()
                 writer.flush()
-    return ApplyOutcome(plan, report, tuple(notes), writer.error)
+    return ApplyOutcome(
+        plan, report, tuple(notes), state_error=writer.error, interrupted=stop.reason
+    )
+
+
+def _protect(state: State, ws: Workspace, desired: Desired) -> None:
+    """What the state must write only as fingerprints: the configuration's secrets, and the
+    places its documents hold one (``State.protect``)."""
+    state.protect(ws.secrets, {bot.chatbot_id: bot.secret_locations() for bot in desired.bots})
+
+
+def _open_saved(saved: SavedPlan, state: State, ws: Workspace) -> tuple[Plan, str]:
+    """The saved plan with its requests whole, if it is of this state's history and its
+    secrets are as they were (taken from the environment again); and the key of its
+    fingerprints, for ``check_fresh`` once the service is read."""
+    check_history(saved.plan, state)
+    salt = saved.salt or (None if state.outdated else state.salt)
+    if salt is None:
+        raise StalePlanError(
+            "the state no longer holds the key of the plan's fingerprints (it was replaced by "
+            "an older copy); make a new plan"
+        )
+    plan = resolve_secrets(saved.plan, ws.environ, salt)
+    ws.secrets.update(plan.secret_values)
+    state.protect(plan.secret_values, {})
+    return plan, salt
 
 
 async def apply_unattended(
@@ -175,8 +226,8 @@ def _refs(bots: Sequence[BotSpec]) -> list[BotRef]:
     return [bot.ref for bot in bots]
 
 
-def _bots_of(saved: Plan | None) -> list[BotSpec]:
-    refs = saved.bots if saved is not None else ()
+def _bots_of(saved: SavedPlan | None) -> list[BotSpec]:
+    refs = saved.plan.bots if saved is not None else ()
     return [BotSpec(name=r.name, chatbot_id=r.chatbot_id, api_key_env=r.api_key_env) for r in refs]
 
 
@@ -193,6 +244,7 @@ async def _apply_recording(
     writer: StateWriter,
     ws: Workspace,
     on_result: Callable[[OpResult], None],
+    stop: Stop,
 ) -> ApplyReport:
     """Apply, recording each success in the state as it happens (coalesced writes, each a
     compare-and-swap against the previous one)."""
@@ -202,7 +254,7 @@ async def _apply_recording(
             writer.record(result.operation)
         on_result(result)
 
-    return await apply_plan(plan, clients, on_result=record, parallelism=ws.parallelism)
+    return await apply_plan(plan, clients, on_result=record, parallelism=ws.parallelism, stop=stop)
 
 
 async def _read_back(
@@ -238,6 +290,7 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
     ):
         stored = read_state(backend)
         state = stored.state
+        _protect(state, ws, desired)
         live, _ = await _read(ws, desired.bots)
         writer = StateWriter(state, backend, version=stored.version, command="refresh")
         found = list(baseline.matching(desired, live))
@@ -327,7 +380,7 @@ def record_export(
             bot = BotRef(doc.handle, doc.bot.chatbot_id, api_key_env)
             found = baseline.observed(bot, doc.bot)
             changed |= state.record_verified(bot, found.settings, found.attributes)
-        if changed:
+        if changed or state.outdated:
             save_state(
                 state, backend, version=stored.version, message="botctl export: baseline recorded"
             )

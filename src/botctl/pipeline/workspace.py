@@ -65,9 +65,10 @@ def load_resolved(ws: Workspace) -> Fleet:
             disabled_warnings=ws.disabled_warnings,
             strict=ws.strict,
         )
-    selected = fleet.selected(ws.selection)
-    ws.secrets.update(value for bot in selected.bots for value in bot.spec.secret_values)
-    return selected
+    # Every secret of the configuration, selected for this run or not: each is masked in any
+    # output, and the state (which holds records of every chatbot) never writes one.
+    ws.secrets.update(value for bot in fleet.bots for value in bot.spec.secret_values)
+    return fleet.selected(ws.selection)
 
 
 def load(ws: Workspace) -> Desired:

@@ -5,21 +5,33 @@ concurrently up to ``parallelism``. One chatbot's failure does not stop the othe
 remaining operations are reported "not attempted". Every outcome goes to ``on_result`` as it
 happens, so the caller can record state and print progress. How each request is sent (and how
 an uncertain attribute create is resolved) is its resource kind's business.
+
+A ``Stop`` ends an apply early (the CLI triggers it on SIGINT and SIGTERM): once requested, no
+operation starts, and those in flight get ``drain_timeout`` seconds to finish; a second request,
+or the end of the drain, abandons them (each then failed: it may have been applied). Every
+outcome, abandoned ones included, still goes to ``on_result``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
-from botctl.errors import BotctlError
+from botctl.defaults import DEFAULT_DRAIN_TIMEOUT
+from botctl.errors import MAY_HAVE_BEEN_APPLIED, BotctlError
 from botctl.plan import Operation, Plan
 from botctl.resources import attributes, settings
 
+T = TypeVar("T")
+INTERRUPTED = "interrupted before it started"
+
 ResultStatus = Literal["applied", "failed", "not_attempted"]
+# What a Stop tells its owner, with the number of operations in flight at that moment.
+StopEvent = Literal["stopping", "abandoning"]
 
 
 class Writer(settings.SettingsWriter, attributes.AttributeWriter, Protocol):
@@ -45,19 +57,86 @@ class ApplyReport:
         return all(r.status == "applied" for r in self.results)
 
 
+class Stop:
+    """A request to end an apply early, and how in-flight work ends: see the module's
+    docstring. ``request`` and ``abandon`` are called on the event loop's thread."""
+
+    def __init__(
+        self,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        on_event: Callable[[StopEvent, int], None] | None = None,
+    ) -> None:
+        self.drain_timeout = drain_timeout
+        self.on_event = on_event or (lambda event, in_flight: None)
+        self.armed = False  # writing has begun: from now on a request stops it gracefully
+        self.reason: int | None = None  # what asked first (the CLI: a signal number)
+        self.abandoned = False
+        self._settled = False
+        self._in_flight: set[asyncio.Task[Any]] = set()
+        self._drain: asyncio.TimerHandle | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.reason is not None
+
+    def request(self, reason: int) -> None:
+        """The first request stops new work and starts the drain; the next abandons."""
+        if self.requested:
+            self.abandon()
+            return
+        self.reason = reason
+        if not self._settled:
+            self._drain = asyncio.get_running_loop().call_later(self.drain_timeout, self.abandon)
+            self.on_event("stopping", len(self._in_flight))
+
+    def abandon(self) -> None:
+        """Give up on the work in flight now (once: a task is cancelled at most once)."""
+        if self.abandoned:
+            return
+        self.abandoned = True
+        if self._in_flight:
+            self.on_event("abandoning", len(self._in_flight))
+        for task in list(self._in_flight):
+            task.cancel()
+
+    def settle(self) -> None:
+        """The work is over: no drain to wait for. It stays armed: a request from now on (the
+        state being written) is recorded, never a reason to cut that short."""
+        self._settled = True
+        if self._drain is not None:
+            self._drain.cancel()
+
+    async def guard(self, work: Coroutine[Any, Any, T], abandoned: Callable[[], T]) -> T:
+        """Run ``work`` in the current task; if it is abandoned meanwhile, ``abandoned()``."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._in_flight.add(task)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if not self.abandoned:
+                raise  # cancelled by someone else: not ours to absorb
+            task.uncancel()
+            return abandoned()
+        finally:
+            self._in_flight.discard(task)
+
+
 async def apply_plan(
     plan: Plan,
     clients: Mapping[str, Writer],
     *,
     on_result: Callable[[OpResult], None],
     parallelism: int,
+    stop: Stop | None = None,
 ) -> ApplyReport:
     gate = asyncio.Semaphore(max(1, parallelism))
     groups = [list(ops) for _, ops in groupby(plan.operations, key=lambda op: op.bot.chatbot_id)]
+    stop = stop if stop is not None else Stop()
 
     async def run_bot(ops: Sequence[Operation]) -> list[OpResult]:
         async with gate:
-            return await _apply_bot(ops, clients[ops[0].bot.api_key_env], on_result)
+            return await _apply_bot(ops, clients[ops[0].bot.api_key_env], on_result, stop)
 
     per_bot = await asyncio.gather(*(run_bot(ops) for ops in groups))
     order = {id(op): i for i, op in enumerate(plan.operations)}
@@ -66,20 +145,26 @@ async def apply_plan(
 
 
 async def _apply_bot(
-    ops: Sequence[Operation], client: Writer, on_result: Callable[[OpResult], None]
+    ops: Sequence[Operation], client: Writer, on_result: Callable[[OpResult], None], stop: Stop
 ) -> list[OpResult]:
     results: list[OpResult] = []
     failed: OpResult | None = None
     for op in ops:
         if failed is not None:
             result = OpResult(op, "not_attempted", f"after {failed.operation.label} failed")
+        elif stop.requested:
+            result = OpResult(op, "not_attempted", INTERRUPTED)
         else:
-            result = await _run(op, client)
+            result = await stop.guard(_run(op, client), functools.partial(_abandoned, op))
             if result.status == "failed":
                 failed = result
         on_result(result)
         results.append(result)
     return results
+
+
+def _abandoned(op: Operation) -> OpResult:
+    return OpResult(op, "failed", f"abandoned in flight when interrupted: {MAY_HAVE_BEEN_APPLIED}")
 
 
 async def _run(op: Operation, client: Writer) -> OpResult:

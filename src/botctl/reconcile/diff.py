@@ -13,7 +13,9 @@ from botctl.errors import ImpossibleChangeError, PlanError
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.plan import Change, Operation, Plan
 from botctl.reconcile.detail import has_items, item_changes
+from botctl.reconcile.freshness import state_premises
 from botctl.reconcile.safety import SafetyPolicy, safety_violations
+from botctl.reconcile.sealed import recorded_view
 from botctl.resources.attributes import plan_attributes
 from botctl.resources.base import BotPlan
 from botctl.resources.settings import plan_settings
@@ -44,17 +46,31 @@ def compute_plan(
         raise ImpossibleChangeError(
             "the plan cannot be made:\n" + "\n".join(f"  - {p}" for p in problems)
         )
+    # A saved plan relies on what it knew of the chatbots it writes to, and nothing else: an
+    # edit to another chatbot (on the service, or recorded by another apply) leaves it true.
+    written = {op.bot.chatbot_id for part in parts for op in part.operations}
     plan = Plan(
         operations=tuple(_with_detail(op) for part in parts for op in part.operations),
         unmanaged=tuple(u for part in parts for u in part.unmanaged),
         unmanageable=tuple(u for part in parts for u in part.unmanageable),
         unverified=sum(part.unverified for part in parts),
-        depends_on=tuple(d for part in parts for d in part.depends_on),
+        depends_on=(
+            *(d for part in parts for d in part.depends_on if d.chatbot_id in written),
+            *(
+                premise
+                for bot in desired.bots
+                if bot.chatbot_id in written
+                for premise in state_premises(
+                    bot, live.bots.get(bot.chatbot_id), state.record_for(bot.chatbot_id)
+                )
+            ),
+        ),
         state_serial=state.serial if state.lineage else None,
         state_lineage=state.lineage,
+        state_salt=state.salt if state.lineage and not state.outdated else None,
         warnings=(*desired.warnings, *(w for part in parts for w in part.warnings)),
         bots=tuple(bot.ref for bot in desired.bots),
-        secrets=frozenset(v for bot in desired.bots for v in bot.secret_values),
+        secrets=frozenset(secret for bot in desired.bots for secret in bot.secrets),
         missing=tuple(
             bot.ref for bot, part in zip(desired.bots, parts, strict=True) if part.missing
         ),
@@ -90,7 +106,7 @@ def plan_bot(bot: BotSpec, live: LiveBot | None, state: State, *, reassert: bool
     if live is not None and not live.exists:
         out.missing = True
         return out
-    record = state.record_for(bot.chatbot_id)
+    record = recorded_view(state.record_for(bot.chatbot_id), bot, live, state.salt)
     ref, secrets = bot.ref, bot.secret_values
     plan_settings(
         ref,

@@ -46,6 +46,8 @@ from botctl.plan import (
 )
 from botctl.reconcile.detail import item_changes
 from botctl.reconcile.diff import compute_plan
+from botctl.reconcile.sealed import recorded_view
+from botctl.sealing import mask_beside
 from botctl.store.acknowledgements import Acknowledgement
 from botctl.values import JsonValue, mask_secrets, same_value
 
@@ -201,7 +203,9 @@ def compute_drift(desired: Desired, live: Live, state: State) -> DriftReport:
     ]
     for bot, change in plan.changes():
         spec = specs[bot.chatbot_id]
-        item = _classify(spec, change, live, state.record_for(bot.chatbot_id))
+        seen = live.bots.get(bot.chatbot_id)
+        record = recorded_view(state.record_for(bot.chatbot_id), spec, seen, state.salt)
+        item = _classify(spec, change, live, record)
         if item is not None:
             items.append(item)
     items += [
@@ -246,9 +250,19 @@ def _classify(
             basis="sent",
         )
     now, want, recorded, basis = _values(spec, change, live, record)
-    shown = (now, want, recorded) if change.resource == "settings" else None
-    shown = shown or _attribute_records(spec, change, live, record)
-    masked = [mask_secrets(v, spec.secret_values) for v in shown]
+    shown_now, shown_want, shown_recorded = (
+        (now, want, recorded)
+        if change.resource == "settings"
+        else _attribute_records(spec, change, live, record)
+    )
+    # Wholly masked where the configuration holds a secret: a value read or recorded there
+    # may hold another one (rotated since), which masking by value cannot know.
+    secrets = spec.secret_values
+    masked = [
+        mask_beside(shown_now, shown_want, secrets),
+        mask_secrets(shown_want, secrets),
+        mask_beside(shown_recorded, shown_want, secrets),
+    ]
     detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
     if basis is None:
         # Nothing recorded. An attribute that does not exist was declared since: attributes

@@ -1,40 +1,178 @@
 """Before and after writing: is a saved plan still true of the world, and did the service keep
-what was sent? Pure: both take what was read."""
+what was sent? Pure: each takes what was read.
+
+A saved plan relies on what it knew of each chatbot it writes to: the values it read from the
+service, the values it took from the state where it could not read (``state_premises``), and
+the secrets of the configuration (``resolve_secrets``). It is stale once one of those moved,
+and only then: another apply that recorded changes to other chatbots leaves it true. A plan
+of another state history (lineage), or made before the state existed, is always refused.
+"""
 
 from __future__ import annotations
 
-from botctl.errors import StalePlanError
-from botctl.models import Live
-from botctl.plan import Dependency, Plan
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from botctl.errors import PlanError, StalePlanError
+from botctl.models import BotRecord, BotSpec, Live, LiveBot, State
+from botctl.plan import Dependency, Operation, Plan
 from botctl.reconcile.apply import ApplyReport
 from botctl.resources import attributes, settings
-from botctl.values import JsonValue, mask_secrets_in_text, same_value
+from botctl.sealing import Sealed, Secret, SecretRef, fingerprint, holds_secret, open_strings
+from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 
-def check_fresh(plan: Plan, live: Live, serial: int | None, lineage: str | None) -> None:
-    """Refuse a saved plan whose premises moved: the state, or any verified live value."""
-    if plan.state_lineage is not None and lineage != plan.state_lineage:
+def state_premises(
+    bot: BotSpec, live: LiveBot | None, record: BotRecord | None
+) -> list[Dependency]:
+    """What a plan that writes to ``bot`` takes from the state: every managed value it could
+    not read, as recorded (None: not recorded), sealed values as their ``Sealed``."""
+    found: list[Dependency] = []
+    observed = live.settings.leaves if live is not None and live.settings is not None else {}
+    raw = record.raw_leaves() if record is not None else {}
+    declared = bot.settings.leaves
+    sent_whole = {path.split(".", 1)[0] for path in declared}
+    paths = set(declared) | {path for path in raw if path.split(".", 1)[0] in sent_whole}
+    secrets = bot.secret_values
+    for path in sorted(paths - set(observed)):
+        secret = holds_secret(declared.get(path), secrets)
+        found.append(Dependency(bot.chatbot_id, "settings", path, raw.get(path), "state", secret))
+    listed = live.attributes if live is not None else None
+    by_name = {a.name: a for a in bot.attributes}
+    names = set(by_name) | set(record.attributes if record is not None else ())
+    if listed is not None:
+        # Read now: the declared ones are verified; whether botctl manages an undeclared one
+        # (archive it, or report it as unmanaged) is the state's to say.
+        names = (names | set(listed)) - set(by_name)
+    for name in sorted(names):
+        value = record.raw_attribute(name) if record is not None else None
+        declared_attribute = by_name.get(name)
+        secret = declared_attribute is not None and holds_secret(
+            declared_attribute.managed(), secrets
+        )
+        found.append(Dependency(bot.chatbot_id, "attribute", name, value, "state", secret))
+    return found
+
+
+def resolve_secrets(plan: Plan, environ: Mapping[str, str], salt: str) -> Plan:
+    """A saved plan with its requests whole again: each ``${secret:VAR}`` read from the
+    environment, and checked against the fingerprint of the value the plan was made with.
+    Refused, naming the variables, when one is unset or holds another value."""
+    resolved: dict[str, Secret] = {}
+    unset: dict[str, bool] = {}  # variable -> the plan used the reference's default
+    moved: set[str] = set()
+
+    def resolve(ref: SecretRef) -> str:
+        value = environ.get(ref.variable, "")
+        if not value:
+            unset[ref.variable] = unset.get(ref.variable, False) or ref.defaulted
+            return ""
+        if fingerprint(salt, value) != ref.fingerprint:
+            moved.add(ref.variable)
+        resolved[value] = Secret(value, ref.variable)
+        return value
+
+    try:
+        operations = tuple(_open(op, resolve) for op in plan.operations)
+    except ValueError as exc:
+        raise PlanError(f"plan file is malformed: {exc}") from None
+    if unset:
+        raise PlanError(
+            "the plan needs secrets that are not set: "
+            + ", ".join(
+                f"${name}"
+                + (
+                    " (the plan was made with the default its ${secret:...} gives in the "
+                    "configuration, which a plan file never holds: set it to that value)"
+                    if defaulted
+                    else ""
+                )
+                for name, defaulted in sorted(unset.items())
+            )
+            + ". Nothing was written."
+        )
+    if moved:
+        names = ", ".join(f"${name}" for name in sorted(moved))
+        raise StalePlanError(
+            f"the secret{'s' if len(moved) > 1 else ''} {names} changed since the plan was "
+            "made (the value set now is not the one the plan was made with); nothing was "
+            "written. Make a new plan and review it again."
+        )
+    return replace(plan, operations=operations, secrets=frozenset(resolved.values()))
+
+
+def _open(op: Operation, resolve: Callable[[SecretRef], str]) -> Operation:
+    return replace(
+        op,
+        body=open_strings(op.body, resolve),
+        state_record=open_strings(op.state_record, resolve),
+        fallback=open_strings(op.fallback, resolve),
+    )
+
+
+def check_history(plan: Plan, state: State) -> None:
+    """Refuse a saved plan made against another state history, or before the state existed."""
+    if plan.state_lineage is not None and state.lineage != plan.state_lineage:
         raise StalePlanError(
             "the plan was made against another state lineage (a different or recreated state "
             "file); make a new plan"
         )
-    if plan.state_serial != serial:
+    if plan.state_lineage is None and state.lineage is not None:
         raise StalePlanError(
-            f"the state changed since the plan was made (serial {plan.state_serial} -> "
-            f"{serial}): another apply ran; make a new plan"
+            f"the state changed since the plan was made (serial None -> {state.serial}): "
+            "another apply ran and created it; make a new plan"
         )
-    moved = []
+
+
+def check_fresh(plan: Plan, live: Live, state: State, salt: str | None) -> None:
+    """Refuse a saved plan whose premises moved: the state's history, or any value it relied
+    on (read from the service or recorded in the state), saying what moved. ``salt``: the
+    key of the plan's fingerprints."""
+    check_history(plan, state)
+    secrets = plan.secret_values
+    moved: dict[str, list[str]] = {"service": [], "state": []}
     for dep in plan.depends_on:
-        now = current_value(dep, live)
-        if not same_value(now, dep.value):
-            moved.append(f"{dep.chatbot_id} {dep.resource} {dep.path}: {dep.value!r} -> {now!r}")
-    moved = [mask_secrets_in_text(line, plan.secrets) for line in moved]
-    if moved:
-        raise StalePlanError(
-            "the service changed since the plan was made; nothing was written. Moved:\n"
-            + "\n".join(f"  - {m}" for m in moved)
-            + "\nMake a new plan and review it again."
+        now = current_value(dep, live) if dep.source == "service" else recorded_value(dep, state)
+        if not _same(dep.value, now, salt):
+            before, after = _shown(dep, dep.value, secrets), _shown(dep, now, secrets)
+            line = f"{dep.chatbot_id} {dep.resource} {dep.path}: {before} -> {after}"
+            moved[dep.source].append(mask_secrets_in_text(line, secrets))
+    if not (moved["service"] or moved["state"]):
+        return
+    lines = []
+    if moved["service"]:
+        lines.append("the service changed since the plan was made. Moved:")
+        lines += [f"  - {m}" for m in moved["service"]]
+    if moved["state"]:
+        lines.append(
+            f"the state changed since the plan was made (serial {plan.state_serial} -> "
+            f"{state.serial}): another apply recorded other values for chatbots this plan "
+            "writes to. Moved:"
         )
+        lines += [f"  - {m}" for m in moved["state"]]
+    lines.append("Nothing was written. Make a new plan and review it again.")
+    raise StalePlanError("\n".join(lines))
+
+
+def _same(relied_on: JsonValue, now: JsonValue, salt: str | None) -> bool:
+    if isinstance(relied_on, Sealed):
+        return salt is not None and relied_on.matches(now, salt)
+    return same_value(relied_on, now)
+
+
+def _shown(dep: Dependency, value: JsonValue, secrets: frozenset[str]) -> str:
+    """A value in the refusal: never a secret (``repr`` keeps a value's quotes otherwise)."""
+    if value is not None and (dep.secret or isinstance(value, Sealed) or _has_sealed(value)):
+        return SECRET_MASK
+    return repr(mask_secrets(value, secrets))
+
+
+def _has_sealed(value: JsonValue) -> bool:
+    if isinstance(value, Sealed):
+        return True
+    if isinstance(value, dict):
+        return any(_has_sealed(v) for v in value.values())
+    return False
 
 
 def current_value(dep: Dependency, live: Live) -> JsonValue:
@@ -46,6 +184,16 @@ def current_value(dep: Dependency, live: Live) -> JsonValue:
         return bot.settings.leaves.get(dep.path) if bot.settings is not None else None
     attribute = bot.attributes.get(dep.path) if bot.attributes is not None else None
     return attribute.to_json() if attribute is not None else None
+
+
+def recorded_value(dep: Dependency, state: State) -> JsonValue:
+    """What the state records now for the value a plan relied on (None: not recorded)."""
+    record = state.record_for(dep.chatbot_id)
+    if record is None:
+        return None
+    if dep.resource == "settings":
+        return record.raw_leaves().get(dep.path)
+    return record.raw_attribute(dep.path)
 
 
 def verify_applied(

@@ -42,6 +42,7 @@ from botctl.plan import (
 )
 from botctl.resources.base import BotPlan
 from botctl.resources.settings import known_fields
+from botctl.sealing import holds_secret, mask_beside
 from botctl.values import JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
@@ -239,7 +240,10 @@ def _plan_declared(
     if observed is not None:
         current, confidence = observed.get(attribute.name), "verified"
         before = current.to_json() if current is not None else None
-        out.depends_on.append(Dependency(bot.chatbot_id, "attribute", attribute.name, before))
+        secret = holds_secret(attribute.managed(), secrets)
+        out.depends_on.append(
+            Dependency(bot.chatbot_id, "attribute", attribute.name, before, secret=secret)
+        )
     elif attribute.name in recorded:
         current, confidence = recorded[attribute.name], "assumed"
     else:
@@ -303,7 +307,7 @@ def _change(
         resource="attribute",
         path=name,
         action=action,
-        before=mask_secrets(before, secrets),
+        before=mask_beside(before, after, secrets),
         after=mask_secrets(after, secrets),
         confidence=confidence,
     )

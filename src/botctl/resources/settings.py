@@ -36,6 +36,7 @@ from botctl.plan import (
     Operation,
 )
 from botctl.resources.base import BotPlan
+from botctl.sealing import holds_secret, mask_beside
 from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
@@ -236,7 +237,10 @@ def plan_settings(
     for path, after in declared.leaves.items():
         before, confidence = _current(path, observed_leaves, recorded_leaves)
         if confidence == "verified":
-            out.depends_on.append(Dependency(bot.chatbot_id, "settings", path, before))
+            secret = holds_secret(after, secrets)
+            out.depends_on.append(
+                Dependency(bot.chatbot_id, "settings", path, before, secret=secret)
+            )
         else:
             out.unverified += 1
         action: Action = "update"
@@ -249,7 +253,7 @@ def plan_settings(
                 resource="settings",
                 path=path,
                 action=action,
-                before=mask_secrets(before, secrets),
+                before=mask_beside(before, after, secrets),
                 after=mask_secrets(after, secrets),
                 confidence=confidence,
                 flags=_flags(path, after, declared),

@@ -29,7 +29,9 @@ def resolve_keys(
     """env var name -> key; every missing or unusable variable is reported at once, by name.
 
     A key is used as it is set: one that an HTTP header cannot carry (a line break, spaces
-    around it, a character outside ASCII) is refused, never trimmed into another key."""
+    around it, a character outside ASCII) is refused, never trimmed into another key. The
+    embedded sandbox gets a stand-in key per variable, never the variable's value: its
+    database is a file on disk, and the value may be a real key."""
     needed: dict[str, list[str]] = {}
     for ref in refs:
         needed.setdefault(ref.api_key_env, []).append(ref.name)
@@ -39,12 +41,12 @@ def resolve_keys(
     for env_name, bots in sorted(needed.items()):
         value = environ.get(env_name, "")
         problem = api_key_problem(value) if value.strip() else ""
-        if problem:
+        if sandbox:
+            keys[env_name] = sandbox_key(env_name)
+        elif problem:
             unusable.append(f"${env_name} {problem}")
         elif value.strip():
             keys[env_name] = value
-        elif sandbox:
-            keys[env_name] = sandbox_key(env_name)
         else:
             missing.append(f"${env_name} (for {', '.join(sorted(bots))})")
     if unusable:

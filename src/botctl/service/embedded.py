@@ -20,7 +20,8 @@ SANDBOX_BASE = "http://sandbox.botctl"
 
 
 def sandbox_key(env_name: str) -> str:
-    """The stand-in key used for an unset variable when targeting the sandbox."""
+    """The key of the variable ``env_name`` when targeting the embedded sandbox (whatever the
+    variable holds: a real key must never be stored in the sandbox's database)."""
     return f"sandbox-{env_name.lower()}"
 
 

@@ -125,8 +125,8 @@ def _written_beside(path: Path, text: str, *, shared: bool = False) -> Path:
     umask allows."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
-        if shared:
-            os.fchmod(fd, 0o666 & ~_umask())
+        # Owner only is mkstemp's mode today; set it anyway, so that it is a promise.
+        os.fchmod(fd, 0o666 & ~_umask() if shared else 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as tmp:
             tmp.write(text)
             tmp.flush()

@@ -3,19 +3,23 @@ the service cannot read back.
 
 Format (JSON, versioned; one line per record so that diffs of it stay readable)::
 
-    {"format_version": 2, "lineage": "<uuid>", "serial": 7,
+    {"format_version": 3, "lineage": "<uuid>", "serial": 7, "salt": "<64 hex digits>",
      "bots": {"<chatbotId>": {"bot": "support",
-                              "settings": {"name": "...", "styles": {...}},
+                              "settings": {"name": "...", "styles": {...},
+                                           "instructions": {"$sealed": "hmac-sha256:..."}},
                               "verified_settings": ["name"],
                               "attributes": {"plan_tier": {"name": ..., "type": ..., ...}},
                               "verified_attributes": ["plan_tier"]}}}
 
 ``lineage`` identifies one state history (a plan made against another lineage is refused);
-``serial`` grows with every write (a plan made against an older serial is stale). A value is
-*verified* when the service was read holding it (after an apply, a refresh or an export), and
-only *sent* otherwise. Version 1 files (no verified marks: everything sent) are read and
-rewritten as version 2. The file is read through the same models the diff uses: a malformed
-file is an error that names the place, never a crash.
+``serial`` grows with every write. A value is *verified* when the service was read holding it
+(after an apply, a refresh or an export), and only *sent* otherwise. A value that holds a
+``${secret:...}`` (a settings leaf, an attribute's label or description) is never written: its
+fingerprint is, keyed with the lineage's ``salt`` (``botctl.sealing``), so the state is safe to
+commit. Version 1 documents (no verified marks: everything sent) and version 2 documents
+(secrets in clear) are read and rewritten as version 3 at the next write. The document is read
+through the same models the diff uses: a malformed one is an error that names the place, never
+a crash.
 
 Where the document is kept is a backend's business (``store/backends``: a file, a git branch,
 an S3 object): every function here takes a ``--state`` value (a path or URL) or an open
@@ -31,24 +35,36 @@ import enum
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic_core import from_json
 
 from botctl.errors import StateError, StateWriteError
-from botctl.models import BotRecord, State
+from botctl.models import BotRecord, State, attribute_location, settings_location
 from botctl.plan import Operation
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
+from botctl.sealing import (
+    SALT_PATTERN,
+    SEALED_KEY,
+    Sealed,
+    encode,
+    holds_secret,
+    new_salt,
+    seal,
+    sealed_of,
+)
 from botctl.store.backend import LostCompareAndSwap, StateBackend, Version
 from botctl.store.backends import StateLocation, using_backend
 from botctl.store.files import first_problem
+from botctl.values import JsonValue, unflatten
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+_SEALABLE_ATTRIBUTE_FIELDS = ("label", "description")
 _BOT_DEPTH = 2  # where a chatbot's record sits in the file: root -> "bots" -> chatbot id
 
 
@@ -68,7 +84,12 @@ class _StateFile(BaseModel):
     format_version: int
     lineage: str
     serial: int
+    salt: Annotated[str, StringConstraints(pattern=SALT_PATTERN)] | None = None  # from 3 on
     bots: dict[str, _RecordFile]
+
+
+# Sealed values of one chatbot's record: settings by leaf path, attribute fields by name.
+_SealedOf = tuple[dict[str, Sealed], dict[str, dict[str, Sealed]]]
 
 
 class Unread(enum.Enum):
@@ -105,16 +126,18 @@ def load_state(where: StateLocation | StateBackend) -> State:
 
 def state_from_text(text: str, where: str) -> State:
     """Parse a state document; ``where`` names it in errors (a path, a URL)."""
+    text, sealed = _take_sealed(text)
     try:
         data = _StateFile.model_validate_json(text)
     except ValidationError as exc:
         _check_version(where, text)
-        raise StateError(
-            f"state file {where} is not valid botctl state ({first_problem(exc)}); restore "
-            "it from a backup, or move it away to start over (botctl then re-sends what it "
-            "cannot verify)"
-        ) from None
+        raise _invalid(where, first_problem(exc)) from None
     _check_version(where, text, data.format_version)
+    if data.format_version >= 3 and data.salt is None:
+        raise _invalid(where, "salt: Field required")
+    if sealed and data.salt is None:
+        raise _invalid(where, "sealed values in a state without a salt")
+    no_seals: _SealedOf = ({}, {})
     bots = {
         chatbot_id: BotRecord(
             bot=rec.bot,
@@ -122,10 +145,79 @@ def state_from_text(text: str, where: str) -> State:
             attributes=rec.attributes,
             verified_settings=set(rec.verified_settings),
             verified_attributes=set(rec.verified_attributes),
+            sealed_settings=sealed.get(chatbot_id, no_seals)[0],
+            sealed_attributes=sealed.get(chatbot_id, no_seals)[1],
         )
         for chatbot_id, rec in data.bots.items()
     }
-    return State(lineage=data.lineage, serial=data.serial, bots=bots)
+    return State(
+        lineage=data.lineage,
+        serial=data.serial,
+        bots=bots,
+        salt=data.salt,
+        outdated=data.format_version < FORMAT_VERSION,
+    )
+
+
+def _invalid(where: str, problem: str) -> StateError:
+    return StateError(
+        f"state file {where} is not valid botctl state ({problem}); restore it from a backup, "
+        "or move it away to start over (botctl then re-sends what it cannot verify)"
+    )
+
+
+def _take_sealed(text: str) -> tuple[str, dict[str, _SealedOf]]:
+    """The document without its sealed values (``{"$sealed": ...}``, where a settings leaf or
+    an attribute's label or description would be), and those values by chatbot. A marker
+    anywhere else stays, for the models to refuse by its place."""
+    if SEALED_KEY not in text:
+        return text, {}  # the common case costs one scan, not a second parse
+    try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
+        data = from_json(text)
+    except ValueError:
+        return text, {}
+    bots = data.get("bots") if isinstance(data, dict) else None
+    if not isinstance(bots, dict):
+        return text, {}
+    found: dict[str, _SealedOf] = {}
+    for chatbot_id, record in bots.items():
+        if not isinstance(record, dict):
+            continue
+        sealed_settings: dict[str, Sealed] = {}
+        sealed_attributes: dict[str, dict[str, Sealed]] = {}
+        if isinstance(record.get("settings"), dict):
+            record["settings"] = _strip_sealed(record["settings"], "", sealed_settings)
+        attributes = record.get("attributes")
+        for name, attribute in (attributes if isinstance(attributes, dict) else {}).items():
+            if not isinstance(attribute, dict):
+                continue
+            fields = {
+                key: sealed
+                for key in _SEALABLE_ATTRIBUTE_FIELDS
+                if (sealed := sealed_of(attribute.get(key))) is not None
+            }
+            if fields:
+                sealed_attributes[name] = fields
+                for key in fields:
+                    del attribute[key]
+        if sealed_settings or sealed_attributes:
+            found[str(chatbot_id)] = (sealed_settings, sealed_attributes)
+    return json.dumps(data, ensure_ascii=False), found
+
+
+def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, Sealed]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in values.items():
+        sealed = sealed_of(value)
+        if sealed is not None:
+            out[f"{prefix}{key}"] = sealed
+        elif isinstance(value, dict) and value:
+            inner = _strip_sealed(value, f"{prefix}{key}.", out)
+            if inner:  # a nested object that held only sealed values is not one to keep
+                kept[key] = inner
+        else:
+            kept[key] = value
+    return kept
 
 
 def _check_version(where: str, text: str, version: object = None) -> None:
@@ -146,23 +238,77 @@ def state_document(state: State, bots: Mapping[str, Any] | None = None) -> dict[
     """The state file's content; ``bots``, when given, are the chatbots' records already
     rendered (see ``StateWriter``)."""
     if bots is None:
-        bots = {chatbot_id: record_document(rec) for chatbot_id, rec in state.bots.items()}
+        bots = {chatbot_id: record_document(state, chatbot_id) for chatbot_id in state.bots}
     return {
         "format_version": FORMAT_VERSION,
         "lineage": state.lineage,
         "serial": state.serial,
+        "salt": state_salt(state),
         "bots": dict(sorted(bots.items())),
     }
 
 
-def record_document(record: BotRecord) -> dict[str, Any]:
+def state_salt(state: State) -> str:
+    """The lineage's key for fingerprints, created with the first one the state needs."""
+    if state.salt is None:
+        state.salt = new_salt()
+    return state.salt
+
+
+def record_document(state: State, chatbot_id: str) -> dict[str, Any]:
+    """One chatbot's record as written: every value that holds a secret the run knows of, or
+    sits where the configuration holds one, as its fingerprint (``State.protect``)."""
+    record = state.bots[chatbot_id]
+    secret = _secret_test(state, chatbot_id)
+    settings: JsonValue = record.settings.json_fields
+    if secret is not None or record.sealed_settings:
+        salt = state_salt(state)
+        leaves: dict[str, Any] = {
+            path: seal(salt, value)
+            if secret is not None and secret(settings_location(path), value)
+            else value
+            for path, value in record.settings.leaves.items()
+        }
+        settings = encode(unflatten({**leaves, **record.sealed_settings}))
     return {
         "bot": record.bot,
-        "settings": record.settings.json_fields,
+        "settings": settings,
         "verified_settings": sorted(record.verified_settings),
-        "attributes": {name: a.to_json() for name, a in sorted(record.attributes.items())},
+        "attributes": {
+            name: _attribute_document(state, record, name, secret)
+            for name in sorted(record.attributes)
+        },
         "verified_attributes": sorted(record.verified_attributes),
     }
+
+
+def _secret_test(state: State, chatbot_id: str) -> Callable[[str, JsonValue], bool] | None:
+    """Whether a value at a location must be sealed; None when nothing of this chatbot can."""
+    locations = state.secret_locations.get(chatbot_id, set())
+    secrets = state.secrets
+    if not (locations or secrets):
+        return None
+    return lambda location, value: location in locations or holds_secret(value, secrets)
+
+
+def _attribute_document(
+    state: State,
+    record: BotRecord,
+    name: str,
+    secret: Callable[[str, JsonValue], bool] | None,
+) -> dict[str, Any]:
+    document = record.attributes[name].to_json()
+    sealed = record.sealed_attributes.get(name, {})
+    if secret is None and not sealed:
+        return document
+    salt = state_salt(state)
+    for key in _SEALABLE_ATTRIBUTE_FIELDS:
+        value = document.get(key)
+        if value is None or secret is None:
+            continue
+        if secret(attribute_location(name, key), value):
+            document[key] = seal(salt, value)
+    return dict(encode({**document, **sealed}))
 
 
 def state_text(state: State, rendered_bots: Mapping[str, RenderedJson] | None = None) -> str:
@@ -229,10 +375,12 @@ def save_state(
         before = (state.lineage, state.serial)
         next_version(state)
         try:
-            return backend.write(state_text(state, rendered_bots), version, message)
+            written = backend.write(state_text(state, rendered_bots), version, message)
         except BaseException:
             state.lineage, state.serial = before  # not written: still the stored one
             raise
+        state.outdated = False
+        return written
 
 
 class StateWriter:
@@ -263,7 +411,9 @@ class StateWriter:
         self.interval = interval
         self.command = command
         self._version = version
-        self._dirty = False
+        # A state of an older format is rewritten in this one (secrets sealed) even when the
+        # run records nothing.
+        self._dirty = state.outdated
         # Why the last write failed where the state is kept (a full disk), None if it did
         # not: the records stay in memory and the next write tries again. An apply that has
         # started sending carries on (stopping would not undo what was sent) and says so.
@@ -297,7 +447,7 @@ class StateWriter:
     def flush(self) -> None:
         if self._dirty:
             for chatbot_id in self._changed:
-                record = record_document(self.state.bots[chatbot_id])
+                record = record_document(self.state, chatbot_id)
                 self._rendered[chatbot_id] = RenderedJson(render_json(record, _BOT_DEPTH))
             self._changed.clear()
             self._last_write = time.monotonic()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from botctl.errors import StateError
 from botctl.models import State
+from botctl.sealing import new_salt
 from botctl.store.backend import LockInfo, StateBackend
 from botctl.store.backends import StateLocation, open_backend, using_backend
 from botctl.store.lock import StateLock
@@ -64,6 +65,12 @@ def replace_state(
         replaced = None
         if current.lineage is not None:
             replaced = f"lineage {current.lineage}, serial {current.serial}"
+            if current.lineage == incoming.lineage:
+                # One lineage, one salt (the key of its fingerprints): a state of a format
+                # that had none (before 3) takes the other's, so that the two compare by
+                # content and the target's salt is never replaced under its lineage.
+                shared = incoming.salt or current.salt or new_salt()
+                incoming.salt, current.salt = incoming.salt or shared, current.salt or shared
             _check_replace(incoming, current, target.where, force)
             if state_text(incoming) == state_text(current):
                 return Replaced(target.where, False, incoming.lineage, incoming.serial, None)

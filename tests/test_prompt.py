@@ -1,0 +1,97 @@
+"""`botctl apply` at a real terminal (a pseudo-terminal): it asks before applying, and
+declining or Ctrl-C at the question applies nothing and says so with its exit code."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e_support import KEY, Bench, bot_yaml
+
+QUESTION = b"Apply these changes? [y/N]: "
+
+
+class Terminal:
+    """botctl apply with its standard streams on a pseudo-terminal."""
+
+    def __init__(self, bench: Bench) -> None:
+        env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
+        env["NO_COLOR"] = "1"
+        self.master, slave = os.openpty()
+        argv = [sys.executable, "-m", "botctl", "apply", "--state", str(bench.state_path)]
+        self.proc = subprocess.Popen(
+            [*argv, str(bench.config_dir)], env=env, stdin=slave, stdout=slave, stderr=slave
+        )
+        os.close(slave)
+        self.seen = b""
+
+    def read_until(self, text: bytes) -> None:
+        deadline = time.monotonic() + 60
+        while text not in self.seen:
+            assert time.monotonic() < deadline, self.seen.decode(errors="replace")
+            if select.select([self.master], [], [], 0.1)[0]:
+                self.seen += os.read(self.master, 4096)
+
+    def finish(self) -> tuple[int, str]:
+        """Read everything until the process is gone (it may block writing otherwise)."""
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, self.seen.decode(errors="replace")
+            if select.select([self.master], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(self.master, 4096)
+                except OSError:  # EIO: the terminal closed with the process
+                    break
+                self.seen += chunk
+            elif self.proc.poll() is not None:
+                break
+        os.close(self.master)
+        return self.proc.wait(timeout=60), self.seen.decode(errors="replace")
+
+
+@pytest.fixture
+def bench(sandbox: Any, tmp_path: Path) -> Bench:
+    b = Bench(url=sandbox.url, api_url=sandbox.api_url, workdir=tmp_path)
+    b.create_bot("bot-1")
+    b.write("bot.yaml", bot_yaml())
+    return b
+
+
+def test_declining_at_the_prompt_applies_nothing_and_exits_1(bench: Bench) -> None:
+    terminal = Terminal(bench)
+    terminal.read_until(QUESTION)
+    os.write(terminal.master, b"n\n")
+    code, output = terminal.finish()
+    assert code == 1, output
+    assert "Apply cancelled: nothing was applied." in output
+    assert bench.writes() == []
+    assert not bench.state_path.with_name("state.json.lock").exists()
+
+
+def test_ctrl_c_at_the_prompt_applies_nothing_and_exits_130(bench: Bench) -> None:
+    terminal = Terminal(bench)
+    terminal.read_until(QUESTION)
+    terminal.proc.send_signal(signal.SIGINT)
+    code, output = terminal.finish()
+    assert code == 130, output
+    assert "Interrupted by SIGINT: nothing was applied." in output
+    assert bench.writes() == []
+    assert not bench.state_path.with_name("state.json.lock").exists()
+
+
+def test_accepting_at_the_prompt_applies(bench: Bench) -> None:
+    terminal = Terminal(bench)
+    terminal.read_until(QUESTION)
+    os.write(terminal.master, b"y\n")
+    code, output = terminal.finish()
+    assert code == 0, output
+    assert "Apply complete: 1 applied, 0 failed, 0 not attempted." in output
+    assert bench.bot_state("bot-1")["settings"]["name"] == "Support Bot"
