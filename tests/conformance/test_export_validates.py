@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from botctl.config.export import export_document
 from botctl.config.loader import load_desired
 from botctl.models import LiveBot
-from botctl.resources.attributes import parse_live
+from botctl.resources import attributes as attribute_kind
 from botctl.resources.settings import ChatbotSettings, known_fields, read_live
 from tests.e2e_support import KEY, Bench
 
@@ -122,7 +122,7 @@ def test_every_export_validates_and_keeps_what_it_writes(
     literal, whatever ${...} it holds, with variables of those names set."""
     observed, refused = read_live(live)
     held_attributes = [{"name": f"a{i}", **record} for i, record in enumerate(records)]
-    attributes = parse_live("bot-1", held_attributes)
+    attributes, _ = attribute_kind.read_live(held_attributes)
     bot = LiveBot(chatbot_id="bot-1", settings=observed, refused=refused, attributes=attributes)
     text = export_document(bot, "bot", "BOTCTL_API_KEY")
     with tempfile.TemporaryDirectory() as folder:

@@ -11,7 +11,7 @@ import pytest
 from botctl.config.document import json_schema
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef
 from botctl.resources.base import BotPlan
-from botctl.resources.settings import ChatbotSettings, fold, parse_live, plan_settings
+from botctl.resources.settings import ChatbotSettings, fold, plan_settings, read_live
 
 REF = BotRef("support", "bot-1", "BOTCTL_API_KEY")
 
@@ -44,6 +44,10 @@ def test_the_table_covers_every_writable_field() -> None:
     assert sorted(IDS) == sorted(ChatbotSettings.model_fields)
 
 
+def observed(record: dict[str, Any]) -> ChatbotSettings:
+    return read_live(record)[0]
+
+
 def declared(field: str, value: Any) -> ChatbotSettings:
     return ChatbotSettings.model_validate({field: value}, strict=False)
 
@@ -61,15 +65,15 @@ def plan(
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_live_parsing_reads_both_spellings(field: str, value: Any, snake: str, other: Any) -> None:
-    assert parse_live({snake: other}).json_fields == {field: other}
-    assert parse_live({field: other}).json_fields == {field: other}
+    assert observed({snake: other}).json_fields == {field: other}
+    assert observed({field: other}).json_fields == {field: other}
 
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_a_differing_live_value_is_one_request_with_the_whole_field(
     field: str, value: Any, snake: str, other: Any
 ) -> None:
-    out = plan(field, value, parse_live({snake: other}))
+    out = plan(field, value, observed({snake: other}))
     (op,) = out.operations
     assert op.kind == "update_settings"
     assert op.body == {field: value}
@@ -79,7 +83,7 @@ def test_a_differing_live_value_is_one_request_with_the_whole_field(
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_the_same_live_value_is_no_change(field: str, value: Any, snake: str, other: Any) -> None:
-    out = plan(field, value, parse_live({snake: value}))
+    out = plan(field, value, observed({snake: value}))
     assert out.operations == []
     assert out.unverified == 0
 
@@ -112,7 +116,7 @@ def test_the_json_schema_describes_the_field(
 
 
 @pytest.mark.parametrize(
-    ("record", "observed"),
+    ("record", "kept"),
     [
         ({"temp": "0.2", "name": "N"}, {"name": "N"}),  # a string temperature: not observable
         ({"styles": {"theme": "blue", "buttonColor": "#fff"}}, {"styles": {"buttonColor": "#fff"}}),
@@ -122,15 +126,15 @@ def test_the_json_schema_describes_the_field(
     ],
 )
 def test_values_outside_the_contract_are_not_observable(
-    record: dict[str, Any], observed: dict[str, Any]
+    record: dict[str, Any], kept: dict[str, Any]
 ) -> None:
-    assert parse_live(record).json_fields == observed
+    assert observed(record).json_fields == kept
 
 
 def test_nested_objects_are_sent_whole_and_replace_the_record() -> None:
     out = BotPlan()
     want = ChatbotSettings.model_validate({"styles": {"theme": "dark", "buttonColor": "#fff"}})
-    seen = parse_live({"styles": {"theme": "dark", "button_color": "#000"}})
+    seen = observed({"styles": {"theme": "dark", "button_color": "#000"}})
     plan_settings(REF, want, seen, None, frozenset(), out)
     (op,) = out.operations
     assert [c.path for c in op.changes] == ["styles.buttonColor"]

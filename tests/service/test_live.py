@@ -11,14 +11,14 @@ import pytest
 
 from botctl.errors import ApiError, ServiceError
 from botctl.models import BotSpec, Live
+from botctl.resources import settings
 from botctl.resources.attributes import CustomAttribute
-from botctl.resources.settings import parse_live
 from botctl.service.client import RetryPolicy, ServiceClient
 from botctl.service.live import read_live, refused_read_notes
 
 
 def normalise_settings(record: dict[str, Any]) -> dict[str, Any]:
-    return parse_live(record).json_fields
+    return settings.read_live(record)[0].json_fields
 
 
 BASE = "https://api.example.test/api/v1"

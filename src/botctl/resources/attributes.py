@@ -3,7 +3,8 @@ about it, in one place.
 
 - **Model**: ``CustomAttribute``, the same type declared, observed and recorded. Declared, a
   ``label`` or ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
-- **Live parsing** (``parse_live``): attribute records -> models by name.
+- **Live parsing** (``read_live``): attribute records -> models by name, and the records
+  outside the contract's rules set aside (unmanageable, never fatal).
 - **Diff rules** (``plan_attributes``): missing -> create; label/description differ -> update;
   ``archived`` differs -> archive/unarchive; a type change is impossible; an attribute botctl
   created and the YAML dropped is archived; one it never managed is *unmanaged* (archived only
@@ -99,11 +100,6 @@ class OffContract:
     name: str | None  # as the service holds it; None when the record has no (text) name
     reason: str
     record: JsonValue = None
-
-
-def parse_live(chatbot_id: str, raw: Sequence[Any]) -> dict[str, CustomAttribute]:
-    """Attribute records -> models by name (those botctl can manage; see ``read_live``)."""
-    return read_live(raw)[0]
 
 
 def read_live(raw: Sequence[Any]) -> tuple[dict[str, CustomAttribute], tuple[OffContract, ...]]:

@@ -3,7 +3,7 @@
 - **Model**: ``ChatbotSettings`` and its nested objects, the same type on all three sides:
   declared (from YAML, strictly validated), observed (from the chatbot list) and recorded (the
   state). A field of ``None`` means "not managed" when declared and "not observable" when read.
-- **Live parsing** (``parse_live``): a raw chatbot record in either spelling (camelCase, or the
+- **Live parsing** (``read_live``): a raw chatbot record in either spelling (camelCase, or the
   snake_case seen live) -> ``ChatbotSettings``; a value outside the contract is not observable.
 - **Diff rules** (``plan_settings``): one leaf (dotted path) at a time, each with its confidence.
 - **Request**: one settings update per chatbot with only the top-level fields that change; a
@@ -161,20 +161,16 @@ def nested_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def parse_live(record: Mapping[str, Any]) -> ChatbotSettings:
-    """A raw chatbot record -> the observable writable settings. A value the contract does not
-    allow (a string temperature, an unknown theme) is not observable rather than fatal: the
-    plan then falls back to what botctl last applied."""
-    return read_live(record)[0]
-
-
 # A setting the service holds but botctl's rules refuse, by top-level field: the value as read
 # (a nested object whole) and why.
 Refused = dict[str, tuple[JsonValue, str]]
 
 
 def read_live(record: Mapping[str, Any]) -> tuple[ChatbotSettings, Refused]:
-    """``parse_live``, and what it could not keep (for export to show, never to manage)."""
+    """A raw chatbot record -> the observable writable settings, and what could not be kept
+    (for export to show, never to manage). A value the contract does not allow (a string
+    temperature, an unknown theme) is not observable rather than fatal: the plan then falls
+    back to what botctl last applied."""
     fields = known_fields(record, ChatbotSettings)
     try:
         return ChatbotSettings.model_validate(fields), {}

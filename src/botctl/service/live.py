@@ -1,7 +1,7 @@
 """Service -> Live: read what the service lets botctl observe, in the resources' own models.
 
 The response envelopes are the client's business; the records inside are each resource kind's
-(``settings.parse_live``, ``attributes.parse_live``). What leaves this module is ``Live``.
+(``settings.read_live``, ``attributes.read_live``). What leaves this module is ``Live``.
 
 Reads are the minimum the plan needs: one chatbot-list read per distinct client (API key)
 and one attribute-list read per chatbot that may exist, run concurrently within a bound.
