@@ -147,13 +147,25 @@ def test_sandbox_flag_targets_the_embedded_sandbox(
         ("notaurl", "must be an http:// or https:// URL"),
         ("ftp://host/api/v1", "must be an http:// or https:// URL"),
         ("https://host", "ending in /api/v1 (e.g. https://host/api/v1)"),
+        ("https://u:pw@host", "ending in /api/v1 (e.g. https://host/api/v1), got 'https://host'"),
+        # Two URLs pasted into one variable: was a traceback from the HTTP library.
+        (
+            "http://127.0.0.1:9\nhttp://127.0.0.1:9/api/v1",
+            "must be one URL, without spaces or control characters",
+        ),
+        ("http://host/a b/api/v1", "must be one URL, without spaces or control characters"),
+        ("http://[::1/api/v1", "must be an http:// or https:// URL"),
     ],
 )
 def test_api_url_is_checked_before_any_request(tmp_path: Path, url: str, message: str) -> None:
     (tmp_path / "bot.yaml").write_text(bot_yaml())
-    result = invoke("plan", str(tmp_path), "--api-url", url, env={"BOTCTL_API_KEY": "k"})
-    assert result.exit_code == 1
-    assert message in result.output
+    for command in ("plan", "drift", "export"):
+        args = ["--all"] if command == "export" else [str(tmp_path)]
+        result = invoke(command, *args, "--api-url", url, env={"BOTCTL_API_KEY": "k"})
+        assert result.exit_code == 1, (command, result.output)
+        assert message in result.output, (command, result.output)
+        assert "Traceback" not in result.output
+        assert "pw" not in result.output
 
 
 def test_run_async_never_formats_the_result() -> None:

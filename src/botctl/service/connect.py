@@ -9,6 +9,7 @@ missing key is reported by its variable's name.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from botctl.service.client import IN_FLIGHT_CAPS, InFlight, RetryPolicy, Service
 from botctl.service.embedded import SANDBOX_BASE, sandbox_key, sandbox_transport
 from botctl.service.options import ServiceOptions
 from botctl.service.redact import api_key_problem, unusable_keys_message
+from botctl.service.translate import printable
 
 
 def resolve_keys(
@@ -63,15 +65,29 @@ def check_api_url(url: str) -> str:
     """The service's base address is an http(s) URL ending in /api/v1 (contract section 9).
     Refusing anything else up front matters: a base without /api/v1 would answer every read
     with 404, which botctl would otherwise take for a deployment without reads."""
-    parsed = urlsplit(url.strip())
+    candidate = url.strip()
+    # Shown without any user:password@ it may carry, whether or not it parses.
+    got = f"got {printable(re.sub(r'//[^/?#]*@', '//', candidate))!r}"
+    if any(char.isspace() or not char.isprintable() for char in candidate):
+        # A line break or a space inside (two URLs pasted into BOTCTL_API_URL, say): no URL.
+        raise BotctlError(f"--api-url must be one URL, without spaces or control characters; {got}")
+    try:
+        parsed = urlsplit(candidate)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL"
+        raise BotctlError(f"--api-url must be an http:// or https:// URL ({exc}); {got}") from None
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BotctlError(f"--api-url must be an http:// or https:// URL, got {url!r}")
+        raise BotctlError(f"--api-url must be an http:// or https:// URL, {got}")
     if not parsed.path.rstrip("/").endswith(API_PREFIX):
+        host = parsed.netloc.rpartition("@")[2]
         raise BotctlError(
             f"--api-url must be the service's base address ending in {API_PREFIX} "
-            f"(e.g. https://{parsed.netloc}{API_PREFIX}), got {url!r}"
+            f"(e.g. https://{host}{API_PREFIX}), {got}"
         )
-    return url.strip()
+    try:
+        httpx.URL(candidate)
+    except httpx.InvalidURL as exc:
+        raise BotctlError(f"--api-url is not a valid URL ({exc}); {got}") from None
+    return candidate
 
 
 @contextlib.asynccontextmanager
