@@ -141,6 +141,26 @@ def test_sandbox_flag_targets_the_embedded_sandbox(
     assert "No changes" in again.output
 
 
+def test_sandbox_accepts_the_configurations_unknown_models_when_botctl_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--sandbox agrees with --allow-unknown-models: a model released after this botctl is
+    accepted by the embedded sandbox too, and refused by both without the flag."""
+    monkeypatch.chdir(tmp_path)
+    Path("bots").mkdir()
+    Path("bots/bot.yaml").write_text(bot_yaml(settings="name: Bot\nmodel: gpt-9-turbo"))
+    env = {"BOTCTL_API_URL": ""}
+    refused = invoke("apply", "--sandbox", "--auto-approve", "bots", env=env)
+    assert refused.exit_code == 1
+    assert "--allow-unknown-models" in refused.output
+    flag = "--allow-unknown-models"
+    applied = invoke("apply", "--sandbox", "--auto-approve", flag, "bots", env=env)
+    assert applied.exit_code == 0, applied.output
+    assert "Apply complete: 1 applied, 0 failed" in applied.output
+    again = invoke("plan", "--sandbox", "--detailed-exitcode", flag, "bots", env=env)
+    assert again.exit_code == 0, again.output
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [

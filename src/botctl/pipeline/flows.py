@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from botctl import lint
+from botctl import contract, lint
 from botctl.config.document import chatbot_id_problem
 from botctl.config.export import Exported, document_files
 from botctl.defaults import DEFAULT_PARALLELISM
@@ -67,7 +67,7 @@ class RefreshOutcome:
 
 async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str, ...]]:
     """What the service shows, and warnings for the reads it refused."""
-    async with connect(_refs(bots), ws.environ, ws.service) as clients:
+    async with connect(_refs(bots), ws.environ, _service(ws, bots)) as clients:
         live = await read_live(bots, clients, concurrency=ws.parallelism)
         return live, tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
 
@@ -130,7 +130,7 @@ async def run_apply(
             _protect(state, ws, desired)
         # A saved plan's secrets first: the reads must be traced (--debug) with them masked.
         opened = _open_saved(saved, state, ws) if saved is not None else None
-        async with connect(_refs(bots), ws.environ, ws.service) as clients:
+        async with connect(_refs(bots), ws.environ, _service(ws, bots)) as clients:
             live = await read_live(bots, clients, concurrency=ws.parallelism)
             if opened is not None:
                 plan, salt = opened
@@ -220,6 +220,16 @@ def _reading_as_planned(ws: Workspace, saved: Plan) -> Workspace:
             "the plan with --no-reads)"
         )
     return ws
+
+
+def _service(ws: Workspace, bots: Sequence[BotSpec]) -> ServiceOptions:
+    """The run's service options. With --sandbox and --allow-unknown-models, the embedded
+    sandbox accepts the configuration's own models too, as the validator did."""
+    if not (ws.service.sandbox and ws.allow_unknown_models):
+        return ws.service
+    models = {bot.settings.model for bot in bots if bot.settings.model}
+    unknown = tuple(sorted(models - set(contract.SETTINGS_MODELS)))
+    return replace(ws.service, sandbox_models=unknown)
 
 
 def _refs(bots: Sequence[BotSpec]) -> list[BotRef]:

@@ -98,7 +98,7 @@ async def connect(
     keys = resolve_keys(refs, environ, sandbox=options.sandbox)
     if options.sandbox:
         transport: httpx.AsyncBaseTransport | None = await sandbox_transport(
-            refs, keys, options.sandbox_db
+            refs, keys, options.sandbox_db, options.sandbox_models
         )
         base_url = f"{SANDBOX_BASE}/api/v1"
     else:

@@ -25,13 +25,13 @@ def sandbox_key(env_name: str) -> str:
     return f"sandbox-{env_name.lower()}"
 
 
-def _sandbox_app(db: str) -> Any:
+def _sandbox_app(db: str, extra_models: tuple[str, ...] = ()) -> Any:
     from botctl.sandbox.app import create_app
     from botctl.sandbox.config import SandboxConfig
 
     if db != ":memory:":
         Path(db).parent.mkdir(parents=True, exist_ok=True)
-    return create_app(SandboxConfig(db=db))
+    return create_app(SandboxConfig(db=db, extra_models=extra_models))
 
 
 async def sandbox_admin(db: str, calls: Iterable[AdminCall]) -> None:
@@ -58,11 +58,12 @@ class AdminCall:
 
 
 async def sandbox_transport(
-    refs: list[BotRef], keys: dict[str, str], db: str
+    refs: list[BotRef], keys: dict[str, str], db: str, extra_models: tuple[str, ...] = ()
 ) -> httpx.AsyncBaseTransport:
     """The embedded sandbox, in-process. Its accounts are the keys in use; chatbots named in
-    the configuration are created there on first use."""
-    transport = httpx.ASGITransport(app=_sandbox_app(db))
+    the configuration are created there on first use; ``extra_models`` are accepted beside the
+    contract's."""
+    transport = httpx.ASGITransport(app=_sandbox_app(db, extra_models))
     await _run_admin(transport, bootstrap_calls(refs, keys))
     return transport
 

@@ -19,6 +19,9 @@ class ServiceOptions:
     timeout: float = DEFAULT_REQUEST_TIMEOUT  # one whole attempt (--request-timeout)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # decoded (--max-response-bytes)
     no_reads: bool = False  # send no read at all, work from state (--no-reads)
+    # Models the embedded sandbox accepts beside the contract's list: the configuration's
+    # own when it is run with --allow-unknown-models, so that --sandbox agrees with it.
+    sandbox_models: tuple[str, ...] = ()
     max_attempts: int = 5
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
