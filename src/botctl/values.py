@@ -54,6 +54,16 @@ def flatten(value: Mapping[str, JsonValue], prefix: str = "") -> dict[str, JsonV
     return flat
 
 
+def as_json(value: Any) -> JsonValue:
+    """Tuples (as the models hold sequences) as lists, at any depth: the shape a JSON document
+    and a reader see."""
+    if isinstance(value, tuple | list):
+        return [as_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: as_json(item) for key, item in value.items()}
+    return value
+
+
 def unflatten(leaves: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     """Dotted leaf paths -> the nested mapping they came from (``flatten``'s inverse)."""
     nested: dict[str, JsonValue] = {}

@@ -13,7 +13,7 @@ import functools
 from typing import Any
 
 from botctl.plan import ItemChange, ItemOp
-from botctl.values import NUMBER_TOLERANCE, JsonValue
+from botctl.values import NUMBER_TOLERANCE, JsonValue, as_json
 
 _REPORTS: dict[str, ItemOp] = {
     "iterable_item_added": "add",
@@ -56,8 +56,8 @@ def _changes(before: JsonValue, after: JsonValue) -> tuple[ItemChange, ...]:
     from deepdiff import DeepDiff
 
     report = DeepDiff(
-        _plain(before),
-        _plain(after),
+        as_json(before),
+        as_json(after),
         view="tree",
         ignore_numeric_type_changes=True,
         math_epsilon=NUMBER_TOLERANCE,
@@ -73,20 +73,11 @@ def _changes(before: JsonValue, after: JsonValue) -> tuple[ItemChange, ...]:
                 ItemChange(
                     op=op,
                     where=_where(path),
-                    before=None if op == "add" else _plain(level.t1),
-                    after=None if op == "remove" else _plain(level.t2),
+                    before=None if op == "add" else as_json(level.t1),
+                    after=None if op == "remove" else as_json(level.t2),
                 )
             )
     return tuple(sorted(items, key=lambda item: _order(item.where)))
-
-
-def _plain(value: Any) -> Any:
-    """Tuples as lists, so a JSON document and a reader see the same shape."""
-    if isinstance(value, tuple | list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
 
 
 def _where(path: list[Any]) -> str:

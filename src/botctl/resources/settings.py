@@ -37,7 +37,7 @@ from botctl.plan import (
 )
 from botctl.resources.base import BotPlan
 from botctl.sealing import holds_secret, mask_beside
-from botctl.values import JsonValue, flatten, mask_secrets, same_value, unflatten
+from botctl.values import JsonValue, as_json, flatten, mask_secrets, same_value, unflatten
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
 ModelId = Annotated[str, StringConstraints(pattern=contract.MODEL_ID_PATTERN)]
@@ -180,18 +180,10 @@ def read_live(record: Mapping[str, Any]) -> tuple[ChatbotSettings, Refused]:
             top = str(error["loc"][0])
             if top in fields and top not in refused:
                 where = ".".join(str(p) for p in error["loc"][1:])
-                refused[top] = (_as_json(fields[top]), f"{where}: {error['msg']}".lstrip(": "))
+                refused[top] = (as_json(fields[top]), f"{where}: {error['msg']}".lstrip(": "))
         for error in exc.errors():
             _drop(fields, error["loc"])
     return ChatbotSettings.model_validate(fields), refused
-
-
-def _as_json(value: Any) -> JsonValue:
-    if isinstance(value, tuple | list):
-        return [_as_json(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _as_json(v) for k, v in value.items()}
-    return value
 
 
 def _drop(fields: dict[str, Any], loc: tuple[int | str, ...]) -> None:
