@@ -263,7 +263,6 @@ def _classify(
         mask_secrets(shown_want, secrets),
         mask_beside(shown_recorded, shown_want, secrets),
     ]
-    detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
     if basis is None:
         # Nothing recorded. An attribute that does not exist was declared since: attributes
         # are never deleted, so the configuration moved. Any other value: nobody can tell.
@@ -283,6 +282,8 @@ def _classify(
             basis=basis,
         )
     drift_class: DriftClass = "changed_outside" if same_value(recorded, want) else "conflict"
+    # Which items of a list setting moved since it was recorded (only these classes show it).
+    detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
     return DriftItem(
         bot,
         drift_class,
