@@ -6,21 +6,29 @@ compares like with like:
 - ``State``: what botctl last applied (``BotRecord``), for what the service cannot read back.
 
 Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within its chatbot.
+
+Each view holds one part per resource kind, keyed by the kind's key (``part``): a field of
+that name where the view has one (``settings``, ``attributes``, ...), else an entry of its
+``parts`` mapping, where a new kind keeps its parts without a field of its own. The kinds take
+their slices out (``resources.kind``); nothing here knows which kinds exist.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.plan import BotRef, Operation
-from botctl.resources import attributes, settings
 from botctl.resources.attributes import CustomAttribute, OffContract
+from botctl.resources.attributes import secret_location as attribute_secret_location
+from botctl.resources.registry import kind_of, kinds
 from botctl.resources.settings import ChatbotSettings, Refused
-from botctl.sealing import Sealed, Secret, holds_secret
+from botctl.resources.settings import secret_location as settings_secret_location
+from botctl.sealing import Sealed, Secret
 from botctl.values import JsonValue
 
 
@@ -44,6 +52,11 @@ class BotSpec(BaseModel):
     # The ${secret:VAR}s this document resolved: masked wherever a plan is shown, kept in
     # files only as fingerprints (``botctl.sealing``).
     secrets: tuple[Secret, ...] = ()
+    # The parts of resource kinds that have no field of their own, by key.
+    parts: dict[str, Any] = Field(default_factory=dict)
+
+    def part(self, key: str) -> Any:
+        return _part(self, type(self).model_fields, key)
 
     @property
     def ref(self) -> BotRef:
@@ -59,18 +72,7 @@ class BotSpec(BaseModel):
         values = self.secret_values
         if not values:
             return set()
-        found = {
-            settings_location(path)
-            for path, value in self.settings.leaves.items()
-            if holds_secret(value, values)
-        }
-        for attribute in self.attributes:
-            found |= {
-                attribute_location(attribute.name, key)
-                for key, value in attribute.managed().items()
-                if holds_secret(value, values)
-            }
-        return found
+        return {found for kind in kinds() for found in kind.secret_locations(self, values)}
 
 
 class Desired(BaseModel):
@@ -104,6 +106,18 @@ class LiveBot(BaseModel):
     attributes: dict[str, CustomAttribute] | None = None
     # Attribute records the read returned outside the contract's rules: never managed.
     off_contract: tuple[OffContract, ...] = ()
+    # The parts of resource kinds that have no field of their own, by key.
+    parts: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, chatbot_id: str, parts: Mapping[str, Any]) -> LiveBot:
+        """A chatbot as read: each part in its field, or in ``parts`` when it has none."""
+        own = {key: value for key, value in parts.items() if key in cls.model_fields}
+        others = {key: value for key, value in parts.items() if key not in cls.model_fields}
+        return cls(chatbot_id=chatbot_id, **own, parts=others)
+
+    def part(self, key: str) -> Any:
+        return _part(self, type(self).model_fields, key)
 
 
 class Live(BaseModel):
@@ -115,14 +129,18 @@ class Live(BaseModel):
     listed: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
-def settings_location(path: str) -> str:
-    """A settings leaf (dotted path), as a secret location."""
-    return f"settings:{path}"
+def _part(container: Any, own: Mapping[str, Any], key: str) -> Any:
+    """A part of ``container``: its field ``key`` (in ``own``), else its ``parts`` entry (None
+    when it has none)."""
+    if key in own and key != "parts":
+        return getattr(container, key)
+    parts: Mapping[str, Any] = container.parts
+    return parts.get(key)
 
 
-def attribute_location(name: str, key: str) -> str:
-    """A field of an attribute, as a secret location."""
-    return f"attribute:{name}:{key}"
+# Where a value holds a secret, as ``State`` names it: each kind's own spelling.
+settings_location = settings_secret_location
+attribute_location = attribute_secret_location
 
 
 @dataclass
@@ -143,6 +161,24 @@ class BotRecord:
     verified_attributes: set[str] = field(default_factory=set)  # names
     sealed_settings: dict[str, Sealed] = field(default_factory=dict)
     sealed_attributes: dict[str, dict[str, Sealed]] = field(default_factory=dict)
+    # The parts of resource kinds that have no field of their own, by key.
+    parts: dict[str, Any] = field(default_factory=dict)
+
+    def part(self, key: str) -> Any:
+        return _part(self, _RECORD_FIELDS, key)
+
+    def set_part(self, key: str, value: Any) -> None:
+        if key in _RECORD_FIELDS and key != "parts":
+            setattr(self, key, value)
+        else:
+            self.parts[key] = value
+
+    def with_parts(self, values: Mapping[str, Any]) -> BotRecord:
+        """A copy with some parts replaced."""
+        copy = replace(self, parts=dict(self.parts))
+        for key, value in values.items():
+            copy.set_part(key, value)
+        return copy
 
     def raw_leaves(self) -> dict[str, JsonValue]:
         """Every recorded settings leaf, sealed ones as their ``Sealed``."""
@@ -154,6 +190,9 @@ class BotRecord:
         if attribute is None:
             return None
         return {**attribute.to_json(), **self.sealed_attributes.get(name, {})}
+
+
+_RECORD_FIELDS = {f.name: f for f in fields(BotRecord)}
 
 
 @dataclass
@@ -191,49 +230,14 @@ class State:
     def apply_operation(self, op: Operation) -> None:
         """Fold one successful operation into the record (in memory): what it sent is now
         recorded, as sent (the read-back may verify it)."""
-        record = self.record(op.bot)
-        if op.resource == "settings":
-            record.settings = settings.fold(record.settings, op)
-            sent = set(op.body)
-            record.verified_settings = {
-                path for path in record.verified_settings if path.split(".", 1)[0] not in sent
-            }
-            record.sealed_settings = {
-                path: v for path, v in record.sealed_settings.items() if _top(path) not in sent
-            }
-        else:
-            attributes.fold(record.attributes, op)
-            record.verified_attributes.discard(op.subject)
-            record.sealed_attributes.pop(op.subject, None)
+        kind_of(op.resource).fold(self.record(op.bot), op)
 
-    def record_verified(
-        self,
-        bot: BotRef,
-        settings_values: Mapping[str, JsonValue],
-        attribute_records: Mapping[str, CustomAttribute],
-    ) -> bool:
-        """Record values read from the service (leaf paths and attributes) as verified.
-        Returns whether anything changed."""
+    def record_verified(self, bot: BotRef, values: Mapping[str, Mapping[str, Any]]) -> bool:
+        """Record values read from the service as verified: per kind (by name), what its
+        ``matching`` / ``read_back`` / ``observed`` found. Returns whether anything changed."""
         record = self.record(bot)
-        before = (record.settings, dict(record.attributes), set(record.verified_settings))
-        verified_attributes = set(record.verified_attributes)
-        sealed = (dict(record.sealed_settings), dict(record.sealed_attributes))
-        if settings_values:
-            record.settings = settings.with_leaves(record.settings, settings_values)
-            record.verified_settings |= set(settings_values)
-            for path in settings_values:
-                record.sealed_settings.pop(path, None)
-        for name, attribute in attribute_records.items():
-            record.attributes[name] = attribute
-            record.verified_attributes.add(name)
-            record.sealed_attributes.pop(name, None)
-        after = (record.settings, record.attributes, record.verified_settings)
-        return (
-            before != after
-            or verified_attributes != record.verified_attributes
-            or sealed != (record.sealed_settings, record.sealed_attributes)
-        )
-
-
-def _top(path: str) -> str:
-    return path.split(".", 1)[0]
+        changed = False
+        for name, found in values.items():
+            if found:
+                changed |= kind_of(name).record_verified(record, found)
+        return changed

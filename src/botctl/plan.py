@@ -20,17 +20,17 @@ from botctl.values import JsonValue
 
 # "reassert": a value botctl cannot read back, sent again as last applied (`--reassert`).
 Action = Literal["create", "update", "archive", "unarchive", "reassert"]
-Resource = Literal["settings", "attribute"]
 Confidence = Literal["verified", "assumed", "unknown"]
 # "service": botctl read what the service lets it read (each change's confidence says what it
 # could verify); "none": it sent no read at all (--no-reads) and relied on its state file.
 Reads = Literal["service", "none"]
-OperationKind = Literal[
-    "update_settings", "create_attribute", "update_attribute", "ensure_attribute"
-]
 ItemOp = Literal["add", "remove", "change"]
 
 ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive", "reassert")
+# A resource kind's name ("settings", "attribute", or a kind registered later: see
+# ``resources.registry``), and the kinds of operation each sends.
+Resource = str
+OperationKind = str
 RESOURCE_OF: dict[OperationKind, Resource] = {
     "update_settings": "settings",
     "create_attribute": "attribute",
@@ -38,6 +38,24 @@ RESOURCE_OF: dict[OperationKind, Resource] = {
     "ensure_attribute": "attribute",
 }
 _RESOURCE_ORDER: dict[Resource, int] = {"settings": 0, "attribute": 1}
+
+
+def register_resource(resource: Resource, order: int, kinds: tuple[OperationKind, ...]) -> None:
+    """A resource kind's operations (``resources.registry.register`` calls this): which
+    resource each operation kind writes, and where the kind's operations come in a chatbot's
+    sequence."""
+    for kind in kinds:
+        known = RESOURCE_OF.setdefault(kind, resource)
+        if known != resource:
+            raise ValueError(f"operation kind {kind!r} already belongs to {known!r}")
+    _RESOURCE_ORDER[resource] = order
+
+
+def unregister_resource(resource: Resource, kinds: tuple[OperationKind, ...]) -> None:
+    for kind in kinds:
+        RESOURCE_OF.pop(kind, None)
+    _RESOURCE_ORDER.pop(resource, None)
+
 
 # Flags a change may carry; renderers show each prominently.
 FLAG_CUTS_OFF_USERS = "cuts-off-users"
@@ -127,10 +145,12 @@ class Dependency:
 
 @dataclass(frozen=True)
 class Unmanaged:
-    """A live attribute botctl never managed and the configuration does not declare."""
+    """A live item (an attribute) botctl never managed and the configuration does not
+    declare."""
 
     bot: BotRef
     name: str
+    resource: Resource = "attribute"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from botctl.reconcile.freshness import (
     verify_applied,
 )
 from botctl.reconcile.safety import enforce_safety
+from botctl.resources import attributes, settings
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
 from botctl.service.live import read_live, refused_read_notes
@@ -244,7 +245,7 @@ def _bots_of(saved: SavedPlan | None) -> list[BotSpec]:
 def _record(writer: StateWriter, found: Iterable[baseline.Verified]) -> None:
     """Record values read from the service as verified, in the state ``writer`` writes."""
     for verified in found:
-        if writer.state.record_verified(verified.bot, verified.settings, verified.attributes):
+        if writer.state.record_verified(verified.bot, verified.values):
             writer.touched(verified.bot.chatbot_id)
 
 
@@ -311,8 +312,8 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
     plan = compute_plan(desired, live, state)
     return RefreshOutcome(
         bots=len(desired.bots),
-        settings=sum(len(v.settings) for v in found),
-        attributes=sum(len(v.attributes) for v in found),
+        settings=sum(len(v.of(settings.KIND.name)) for v in found),
+        attributes=sum(len(v.of(attributes.KIND.name)) for v in found),
         differing=sum(1 for _, c in plan.changes() if c.confidence == "verified"),
         missing=plan.missing,
         written=written,
@@ -389,7 +390,7 @@ def record_export(
         for doc in exported:
             bot = BotRef(doc.handle, doc.bot.chatbot_id, api_key_env)
             found = baseline.observed(bot, doc.bot)
-            changed |= state.record_verified(bot, found.settings, found.attributes)
+            changed |= state.record_verified(bot, found.values)
         if changed or state.outdated:
             save_state(
                 state, backend, version=stored.version, message="botctl export: baseline recorded"

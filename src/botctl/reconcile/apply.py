@@ -1,6 +1,6 @@
 """Executes a Plan, and nothing else: it never re-reads YAML or recomputes the diff.
 
-Operations of one chatbot run in order (settings first, then attributes); chatbots run
+Operations of one chatbot run in order (by kind: settings first, then attributes); chatbots run
 concurrently up to ``parallelism``. One chatbot's failure does not stop the others: its
 remaining operations are reported "not attempted". Every outcome goes to ``on_result`` as it
 happens, so the caller can record state and print progress. How each request is sent (and how
@@ -25,6 +25,7 @@ from botctl.defaults import DEFAULT_DRAIN_TIMEOUT
 from botctl.errors import MAY_HAVE_BEEN_APPLIED, BotctlError
 from botctl.plan import Operation, Plan
 from botctl.resources import attributes, settings
+from botctl.resources.registry import kind_of
 
 T = TypeVar("T")
 INTERRUPTED = "interrupted before it started"
@@ -169,10 +170,7 @@ def _abandoned(op: Operation) -> OpResult:
 
 async def _run(op: Operation, client: Writer) -> OpResult:
     try:
-        if op.resource == "settings":
-            note = await settings.send(op, client)
-        else:
-            note = await attributes.send(op, client)
+        note = await kind_of(op.resource).send(op, client)
     except BotctlError as exc:
         return OpResult(op, "failed", str(exc))
     return OpResult(op, "applied", note)

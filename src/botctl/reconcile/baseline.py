@@ -12,24 +12,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from botctl.models import BotSpec, Desired, Live, LiveBot
 from botctl.plan import BotRef
 from botctl.reconcile.apply import ApplyReport
-from botctl.resources.attributes import CustomAttribute
-from botctl.values import JsonValue, flatten, same_value
+from botctl.resources.registry import kind_of, kinds
 
 
 @dataclass
 class Verified:
-    """Values of one chatbot to record as verified."""
+    """Values of one chatbot to record as verified, per resource kind (by name): what the
+    kind's ``matching`` / ``read_back`` / ``observed`` found (settings: leaf path -> value;
+    attributes: name -> attribute)."""
 
     bot: BotRef
-    settings: dict[str, JsonValue] = field(default_factory=dict)  # leaf path -> value
-    attributes: dict[str, CustomAttribute] = field(default_factory=dict)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.settings or self.attributes)
+        return any(self.values.values())
+
+    def of(self, kind: str) -> dict[str, Any]:
+        """What was found of one kind."""
+        return self.values.get(kind, {})
+
+    def add(self, kind: str, found: dict[str, Any]) -> None:
+        if found:
+            self.values.setdefault(kind, {}).update(found)
 
 
 def matching(desired: Desired, live: Live) -> Iterator[Verified]:
@@ -44,21 +53,8 @@ def matching(desired: Desired, live: Live) -> Iterator[Verified]:
 
 def _matching_bot(bot: BotSpec, seen: LiveBot) -> Verified:
     found = Verified(bot.ref)
-    if seen.settings is not None:
-        observed = seen.settings.leaves
-        for path, value in bot.settings.leaves.items():
-            if path in observed and same_value(observed[path], value):
-                found.settings[path] = value
-    if seen.attributes is not None:
-        for attribute in bot.attributes:
-            now = seen.attributes.get(attribute.name)
-            if now is None or now.type != attribute.type:
-                continue
-            listed = now.to_json()
-            if all(same_value(listed.get(k), v) for k, v in attribute.managed().items()):
-                found.attributes[attribute.name] = CustomAttribute.model_validate(
-                    {"name": attribute.name, "type": attribute.type, **attribute.managed()}
-                )
+    for kind in kinds():
+        found.add(kind.name, kind.matching(bot, seen))
     return found
 
 
@@ -71,25 +67,13 @@ def read_back(report: ApplyReport, live: Live) -> Iterator[Verified]:
         if result.status != "applied" or seen is None:
             continue
         found = by_bot.setdefault(op.bot.chatbot_id, Verified(op.bot))
-        if op.resource == "settings" and seen.settings is not None:
-            observed = seen.settings.leaves
-            for path, sent in flatten(op.state_record).items():
-                if path in observed and same_value(observed[path], sent):
-                    found.settings[path] = sent
-        elif op.resource == "attribute" and seen.attributes is not None:
-            now = seen.attributes.get(op.subject)
-            listed = now.to_json() if now is not None else {}
-            if now is not None and all(
-                same_value(listed.get(k), v) for k, v in op.state_record.items()
-            ):
-                found.attributes[op.subject] = CustomAttribute.model_validate(op.state_record)
+        found.add(op.resource, kind_of(op.resource).read_back(op, seen))
     return (found for found in by_bot.values() if found)
 
 
 def observed(bot: BotRef, seen: LiveBot) -> Verified:
     """Everything a read shows of one chatbot: the baseline of an exported chatbot."""
-    return Verified(
-        bot,
-        settings=dict(seen.settings.leaves) if seen.settings is not None else {},
-        attributes=dict(seen.attributes or {}),
-    )
+    found = Verified(bot)
+    for kind in kinds():
+        found.add(kind.name, kind.observed(seen))
+    return found

@@ -1,7 +1,7 @@
 """Desired + Live + last-applied State -> Plan. Pure: no I/O, deterministic.
 
-Each resource kind plans its own slice of every chatbot (``resources.settings``,
-``resources.attributes``); this module walks the chatbots, hands each kind its slice, adds
+Each resource kind of the registry (``resources.registry``) plans its own slice of every
+chatbot; this module walks the chatbots, hands each kind the chatbot's parts, adds
 item-level detail for reviewers, and checks the safety caps.
 """
 
@@ -16,9 +16,8 @@ from botctl.reconcile.detail import has_items, item_changes
 from botctl.reconcile.freshness import state_premises
 from botctl.reconcile.safety import SafetyPolicy, safety_violations
 from botctl.reconcile.sealed import recorded_view
-from botctl.resources.attributes import plan_attributes
 from botctl.resources.base import BotPlan
-from botctl.resources.settings import plan_settings
+from botctl.resources.registry import kind_of, kinds
 
 
 def compute_plan(
@@ -108,33 +107,16 @@ def plan_bot(bot: BotSpec, live: LiveBot | None, state: State, *, reassert: bool
         return out
     record = recorded_view(state.record_for(bot.chatbot_id), bot, live, state.salt)
     ref, secrets = bot.ref, bot.secret_values
-    plan_settings(
-        ref,
-        bot.settings,
-        live.settings if live is not None else None,
-        record.settings if record is not None else None,
-        secrets,
-        out,
-        reassert=reassert,
-    )
-    plan_attributes(
-        ref,
-        bot.attributes,
-        live.attributes if live is not None else None,
-        record.attributes if record is not None else {},
-        prune=bot.prune,
-        ignore=bot.ignore_attributes,
-        secrets=secrets,
-        out=out,
-        off_contract=live.off_contract if live is not None else (),
-    )
+    for kind in kinds():
+        kind.plan(ref, bot, live, record, secrets=secrets, reassert=reassert, out=out)
     return out
 
 
 def _with_detail(op: Operation) -> Operation:
-    """Item-level detail on settings changes between two known lists (greetings, domains);
-    only those pay for it. An attribute's detail is its fields, which renderers show."""
-    if op.resource != "settings" or not any(_detailed(c) for c in op.changes):
+    """Item-level detail on changes between two known lists (greetings, domains) of the kinds
+    that show it; only those pay for it. An attribute's detail is its fields, which renderers
+    show."""
+    if not kind_of(op.resource).item_detail or not any(_detailed(c) for c in op.changes):
         return op
     changes = tuple(
         replace(c, detail=item_changes(c.before, c.after)) if _detailed(c) else c

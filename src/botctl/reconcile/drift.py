@@ -14,7 +14,8 @@ conflict           both moved
 unknown origin     the service differs from the configuration and nothing is recorded to
                    tell who moved (adopt with ``botctl refresh`` once they agree)
 missing            the service no longer lists a chatbot of the configuration
-unmanaged          a live attribute botctl never managed, the configuration does not declare
+unmanaged          a live item (an attribute) botctl never managed, the configuration does
+                   not declare
 =================  ===================================================================
 
 A value whose current value cannot be read and whose record matches the configuration is
@@ -26,7 +27,7 @@ Read-only and pure: it takes what was read and never writes state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -47,6 +48,8 @@ from botctl.plan import (
 from botctl.reconcile.detail import item_changes
 from botctl.reconcile.diff import compute_plan
 from botctl.reconcile.sealed import recorded_view
+from botctl.resources.kind import Basis
+from botctl.resources.registry import kind_of
 from botctl.sealing import mask_beside
 from botctl.store.acknowledgements import Acknowledgement
 from botctl.values import JsonValue, mask_secrets, same_value
@@ -62,7 +65,6 @@ CLASSES: tuple[DriftClass, ...] = (
     "missing",
     "unmanaged",
 )
-Basis = Literal["verified", "sent"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class DriftItem:
     bot: BotRef
     drift_class: DriftClass
     resource: Resource | Literal["chatbot"]
-    path: str  # settings leaf, attribute name, or the chatbot id for "missing"
+    path: str  # settings leaf, attribute name (the kind's path), or the chatbot id for "missing"
     live: JsonValue = None  # what the service holds now (masked); None: absent or unknown
     desired: JsonValue = None  # what the configuration declares (masked)
     last_applied: JsonValue = None  # what the state records (masked)
@@ -212,9 +214,12 @@ def compute_drift(desired: Desired, live: Live, state: State) -> DriftReport:
         DriftItem(
             u.bot,
             "unmanaged",
-            "attribute",
+            u.resource,
             u.name,
-            live=_live_attribute(live, u.bot.chatbot_id, u.name, specs[u.bot.chatbot_id]),
+            live=mask_secrets(
+                kind_of(u.resource).unmanaged_value(live.bots.get(u.bot.chatbot_id), u.name),
+                specs[u.bot.chatbot_id].secret_values,
+            ),
         )
         for u in plan.unmanaged
     ]
@@ -249,12 +254,9 @@ def _classify(
             desired=change.after,
             basis="sent",
         )
-    now, want, recorded, basis = _values(spec, change, live, record)
-    shown_now, shown_want, shown_recorded = (
-        (now, want, recorded)
-        if change.resource == "settings"
-        else _attribute_records(spec, change, live, record)
-    )
+    kind, seen = kind_of(change.resource), live.bots[spec.chatbot_id]
+    now, want, recorded, basis = kind.drift_values(spec, change, seen, record)
+    shown_now, shown_want, shown_recorded = kind.drift_shown(spec, change, seen, record)
     # Wholly masked where the configuration holds a secret: a value read or recorded there
     # may hold another one (rotated since), which masking by value cannot know.
     secrets = spec.secret_values
@@ -283,7 +285,7 @@ def _classify(
         )
     drift_class: DriftClass = "changed_outside" if same_value(recorded, want) else "conflict"
     # Which items of a list setting moved since it was recorded (only these classes show it).
-    detail = item_changes(masked[2], masked[0]) if change.resource == "settings" else ()
+    detail = item_changes(masked[2], masked[0]) if kind.item_detail else ()
     return DriftItem(
         bot,
         drift_class,
@@ -295,58 +297,6 @@ def _classify(
         basis=basis,
         detail=detail,
     )
-
-
-def _values(
-    spec: BotSpec, change: Change, live: Live, record: BotRecord | None
-) -> tuple[JsonValue, JsonValue, JsonValue, Basis | None]:
-    """Unmasked: the live, declared and recorded values of what ``change`` is about, and
-    how the recorded one is known (None: nothing recorded)."""
-    seen = live.bots[spec.chatbot_id]
-    if change.resource == "settings":
-        now = seen.settings.leaves.get(change.path) if seen.settings is not None else None
-        want = spec.settings.leaves.get(change.path)  # None: a sub-field the request removes
-        if record is None or change.path not in record.settings.leaves:
-            return now, want, None, None
-        basis: Basis = "verified" if change.path in record.verified_settings else "sent"
-        return now, want, record.settings.leaves[change.path], basis
-    declared = next((a for a in spec.attributes if a.name == change.path), None)
-    fields = declared.managed() if declared is not None else {"archived": True}
-    current = seen.attributes.get(change.path) if seen.attributes is not None else None
-    now = _project(current.to_json(), fields) if current is not None else None
-    if record is None or change.path not in record.attributes:
-        return now, fields, None, None
-    recorded = _project(record.attributes[change.path].to_json(), fields)
-    basis = "verified" if change.path in record.verified_attributes else "sent"
-    return now, fields, recorded, basis
-
-
-def _attribute_records(
-    spec: BotSpec, change: Change, live: Live, record: BotRecord | None
-) -> tuple[JsonValue, JsonValue, JsonValue]:
-    """What a reader is shown of an attribute: its whole records (live, declared as a create
-    would send it, recorded), so the report says which attribute, not only which fields."""
-    seen = live.bots[spec.chatbot_id].attributes or {}
-    current = seen.get(change.path)
-    declared = next((a for a in spec.attributes if a.name == change.path), None)
-    kept = record.attributes.get(change.path) if record is not None else None
-    return (
-        current.to_json() if current is not None else None,
-        declared.create_body() if declared is not None else change.after,
-        kept.to_json() if kept is not None else None,
-    )
-
-
-def _project(attribute: Mapping[str, JsonValue], fields: Iterable[str]) -> dict[str, JsonValue]:
-    """An attribute's fields that the configuration manages (a label it does not declare is
-    not botctl's)."""
-    return {name: attribute.get(name) for name in fields}
-
-
-def _live_attribute(live: Live, chatbot_id: str, name: str, spec: BotSpec) -> JsonValue:
-    seen = live.bots.get(chatbot_id)
-    attribute = seen.attributes.get(name) if seen is not None and seen.attributes else None
-    return mask_secrets(attribute.to_json(), spec.secret_values) if attribute else None
 
 
 def _unmanaged_chatbots(desired: Desired, live: Live) -> tuple[UnmanagedChatbot, ...]:

@@ -17,8 +17,8 @@ from botctl.errors import PlanError, StalePlanError
 from botctl.models import BotRecord, BotSpec, Live, LiveBot, State
 from botctl.plan import Dependency, Operation, Plan
 from botctl.reconcile.apply import ApplyReport
-from botctl.resources import attributes, settings
-from botctl.sealing import Sealed, Secret, SecretRef, fingerprint, holds_secret, open_strings
+from botctl.resources.registry import kind_of, kinds
+from botctl.sealing import Sealed, Secret, SecretRef, fingerprint, open_strings
 from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 
@@ -26,32 +26,14 @@ def state_premises(
     bot: BotSpec, live: LiveBot | None, record: BotRecord | None
 ) -> list[Dependency]:
     """What a plan that writes to ``bot`` takes from the state: every managed value it could
-    not read, as recorded (None: not recorded), sealed values as their ``Sealed``."""
-    found: list[Dependency] = []
-    observed = live.settings.leaves if live is not None and live.settings is not None else {}
-    raw = record.raw_leaves() if record is not None else {}
-    declared = bot.settings.leaves
-    sent_whole = {path.split(".", 1)[0] for path in declared}
-    paths = set(declared) | {path for path in raw if path.split(".", 1)[0] in sent_whole}
+    not read, as recorded (None: not recorded), sealed values as their ``Sealed``; each kind
+    says which (``ResourceKind.premises``)."""
     secrets = bot.secret_values
-    for path in sorted(paths - set(observed)):
-        secret = holds_secret(declared.get(path), secrets)
-        found.append(Dependency(bot.chatbot_id, "settings", path, raw.get(path), "state", secret))
-    listed = live.attributes if live is not None else None
-    by_name = {a.name: a for a in bot.attributes}
-    names = set(by_name) | set(record.attributes if record is not None else ())
-    if listed is not None:
-        # Read now: the declared ones are verified; whether botctl manages an undeclared one
-        # (archive it, or report it as unmanaged) is the state's to say.
-        names = (names | set(listed)) - set(by_name)
-    for name in sorted(names):
-        value = record.raw_attribute(name) if record is not None else None
-        declared_attribute = by_name.get(name)
-        secret = declared_attribute is not None and holds_secret(
-            declared_attribute.managed(), secrets
-        )
-        found.append(Dependency(bot.chatbot_id, "attribute", name, value, "state", secret))
-    return found
+    return [
+        premise
+        for kind in kinds()
+        for premise in kind.premises(bot.ref, bot, live, record, secrets)
+    ]
 
 
 def resolve_secrets(plan: Plan, environ: Mapping[str, str], salt: str) -> Plan:
@@ -180,10 +162,7 @@ def current_value(dep: Dependency, live: Live) -> JsonValue:
     bot = live.bots.get(dep.chatbot_id)
     if bot is None:
         return None
-    if dep.resource == "settings":
-        return bot.settings.leaves.get(dep.path) if bot.settings is not None else None
-    attribute = bot.attributes.get(dep.path) if bot.attributes is not None else None
-    return attribute.to_json() if attribute is not None else None
+    return kind_of(dep.resource).current_value(bot, dep.path)
 
 
 def recorded_value(dep: Dependency, state: State) -> JsonValue:
@@ -191,9 +170,7 @@ def recorded_value(dep: Dependency, state: State) -> JsonValue:
     record = state.record_for(dep.chatbot_id)
     if record is None:
         return None
-    if dep.resource == "settings":
-        return record.raw_leaves().get(dep.path)
-    return record.raw_attribute(dep.path)
+    return kind_of(dep.resource).recorded_value(record, dep.path)
 
 
 def verify_applied(
@@ -207,8 +184,5 @@ def verify_applied(
         bot = live.bots.get(op.bot.chatbot_id)
         if result.status != "applied" or bot is None:
             continue
-        if op.resource == "settings" and bot.settings is not None:
-            notes += settings.read_back_notes(op, bot.settings)
-        elif op.resource == "attribute" and bot.attributes is not None:
-            notes += attributes.read_back_notes(op, bot.attributes)
+        notes += kind_of(op.resource).read_back_notes(op, bot)
     return [mask_secrets_in_text(note, secrets) for note in notes]

@@ -19,7 +19,7 @@ from botctl.plan import (
     Unmanageable,
 )
 from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
-from botctl.resources.attributes import detail_lines
+from botctl.resources.registry import kind_of
 from botctl.values import JsonValue
 
 SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+", "reassert": "="}
@@ -118,9 +118,10 @@ def change_lines(change: Change, style: Style) -> list[str]:
             f"  {symbol} reassert {where}: {fmt(change.after)}  ({change.confidence}: cannot "
             "be read back; sent again as last applied)"
         ]
-    if change.resource == "attribute":
+    lines = kind_of(change.resource).render_lines(change, fmt)
+    if lines is not None:
         head = f"  {symbol} {change.action} {where}  ({change.confidence}){flags}"
-        return [head, *(f"      {line}" for line in detail_lines(change, fmt))]
+        return [head, *(f"      {line}" for line in lines)]
     if _is_multiline(change):
         head = f"  {symbol} {where}  ({change.confidence}){flags}"
         return [head, *_unified(change.before, change.after, "      ")]
@@ -228,7 +229,6 @@ def _moved(last: JsonValue, now: JsonValue) -> tuple[JsonValue, JsonValue]:
 
 def drift_lines(item: DriftItem, style: Style) -> list[str]:
     where = f"{item.resource} {item.path}"
-    now = fmt(item.live) if item.live is not None or item.resource != "attribute" else "absent"
     if item.drift_class == "pending" and item.change is not None:
         return change_lines(item.change, style)
     if item.drift_class == "missing":
@@ -237,7 +237,9 @@ def drift_lines(item: DriftItem, style: Style) -> list[str]:
             f"${item.bot.api_key_env}"
         ]
     if item.drift_class == "unmanaged":
-        return [f"  ? attribute {item.path}"]
+        return [f"  ? {item.resource} {item.path}"]
+    absent = kind_of(item.resource).absent_shown
+    now = fmt(item.live) if item.live is not None or absent is None else absent
     if item.drift_class == "unknown_origin":
         return [f"  ? {where}: now {now}, configuration {fmt(item.desired)}"]
     last, live = _moved(item.last_applied, item.live)

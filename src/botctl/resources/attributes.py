@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
@@ -41,10 +41,11 @@ from botctl.plan import (
     Unmanageable,
     Unmanaged,
 )
-from botctl.resources.base import BotPlan
+from botctl.resources.base import BotPlan, known_value
+from botctl.resources.kind import Basis, MutableParts, Parts
 from botctl.resources.settings import known_fields
-from botctl.sealing import holds_secret, mask_beside
-from botctl.values import JsonValue, mask_secrets, mask_secrets_in_text, same_value
+from botctl.sealing import Sealed, holds_secret, mask_beside
+from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
 AttributeType = Literal["text", "number", "boolean", "date"]
@@ -480,3 +481,234 @@ def detail_lines(change: Change, show: Callable[[JsonValue], str]) -> list[str]:
         elif old != new:
             lines.append(f"{key}: {show(old)} -> {show(new)}")
     return lines
+
+
+# --- the kind -----------------------------------------------------------------------------------
+
+_SEALABLE_FIELDS = ("label", "description")
+
+
+def secret_location(name: str, key: str) -> str:
+    """A field of an attribute, as a secret location (``State.protect``)."""
+    return f"attribute:{name}:{key}"
+
+
+def _project(attribute: Mapping[str, JsonValue], fields: Iterable[str]) -> dict[str, JsonValue]:
+    """An attribute's fields that the configuration manages (a label it does not declare is
+    not botctl's)."""
+    return {name: attribute.get(name) for name in fields}
+
+
+class AttributesKind:
+    """Custom attributes behind ``resources.kind.ResourceKind``. Its parts: ``attributes``
+    (declared: a tuple; observed and recorded: by name), ``off_contract`` (live), and in a
+    record ``verified_attributes`` (names read from the service) and ``sealed_attributes``
+    (fields known only by their fingerprints, by attribute)."""
+
+    name = "attribute"
+    order = 1
+    operation_kinds = ("create_attribute", "update_attribute", "ensure_attribute")
+    item_detail = False  # an attribute's detail is its fields (``render_lines``)
+    state_keys: tuple[str, ...] = ()  # the state format's own fields (``store.state``)
+    absent_shown: str | None = "absent"
+
+    async def read_live(
+        self, client: Any, chatbot_id: str, listed: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        try:
+            raw = await client.list_attributes(chatbot_id)
+        except ReadsUnavailable:
+            return {}
+        found, off_contract = read_live(raw)
+        return {"attributes": found, "off_contract": off_contract}
+
+    def secret_locations(self, spec: Parts, secrets: frozenset[str]) -> set[str]:
+        declared: tuple[CustomAttribute, ...] = spec.part("attributes")
+        return {
+            secret_location(attribute.name, key)
+            for attribute in declared
+            for key, value in attribute.managed().items()
+            if holds_secret(value, secrets)
+        }
+
+    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+        sealed_fields: dict[str, dict[str, Sealed]] = record.part("sealed_attributes")
+        if not sealed_fields:
+            return {}
+        attributes: dict[str, CustomAttribute] = dict(record.part("attributes"))
+        declared = {a.name: a.to_json() for a in spec.part("attributes")}
+        seen = live.part("attributes") if live is not None else None
+        observed: Mapping[str, CustomAttribute] = seen if seen is not None else {}
+        for name, fields in sealed_fields.items():
+            if name not in attributes:
+                continue
+            document = attributes[name].to_json()
+            listed = observed[name].to_json() if name in observed else {}
+            for key, sealed in fields.items():
+                known = known_value(sealed, salt, declared.get(name, {}).get(key), listed.get(key))
+                document[key] = known if known is not None else SECRET_MASK
+            attributes[name] = CustomAttribute.model_validate(document)
+        return {"attributes": attributes, "sealed_attributes": {}}
+
+    def plan(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        *,
+        secrets: frozenset[str],
+        reassert: bool,
+        out: BotPlan,
+    ) -> None:
+        plan_attributes(
+            bot,
+            spec.part("attributes"),
+            live.part("attributes") if live is not None else None,
+            record.part("attributes") if record is not None else {},
+            prune=spec.part("prune"),
+            ignore=spec.part("ignore_attributes"),
+            secrets=secrets,
+            out=out,
+            off_contract=live.part("off_contract") if live is not None else (),
+        )
+
+    def premises(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        secrets: frozenset[str],
+    ) -> list[Dependency]:
+        """Every attribute whose existence or fields it could not read, and where it read
+        them, whether botctl manages an undeclared one (archive it, or report it unmanaged)."""
+        listed = live.part("attributes") if live is not None else None
+        by_name = {a.name: a for a in spec.part("attributes")}
+        names = set(by_name) | set(record.part("attributes") if record is not None else ())
+        if listed is not None:
+            names = (names | set(listed)) - set(by_name)
+        found = []
+        for name in sorted(names):
+            value = self._raw(record, name) if record is not None else None
+            declared = by_name.get(name)
+            secret = declared is not None and holds_secret(declared.managed(), secrets)
+            found.append(Dependency(bot.chatbot_id, self.name, name, value, "state", secret))
+        return found
+
+    def _raw(self, record: Parts, name: str) -> dict[str, JsonValue] | None:
+        """The recorded attribute as JSON, its sealed fields as their ``Sealed``."""
+        attribute = record.part("attributes").get(name)
+        if attribute is None:
+            return None
+        return {**attribute.to_json(), **record.part("sealed_attributes").get(name, {})}
+
+    async def send(self, op: Operation, client: Any) -> str:
+        return await send(op, client)
+
+    def fold(self, record: MutableParts, op: Operation) -> None:
+        fold(record.part("attributes"), op)
+        record.part("verified_attributes").discard(op.subject)
+        record.part("sealed_attributes").pop(op.subject, None)
+
+    def read_back_notes(self, op: Operation, live: Parts) -> list[str]:
+        observed = live.part("attributes")
+        return read_back_notes(op, observed) if observed is not None else []
+
+    def matching(self, spec: Parts, live: Parts) -> dict[str, Any]:
+        seen: Mapping[str, CustomAttribute] | None = live.part("attributes")
+        if seen is None:
+            return {}
+        found: dict[str, Any] = {}
+        for attribute in spec.part("attributes"):
+            now = seen.get(attribute.name)
+            if now is None or now.type != attribute.type:
+                continue
+            listed = now.to_json()
+            if all(same_value(listed.get(k), v) for k, v in attribute.managed().items()):
+                found[attribute.name] = CustomAttribute.model_validate(_record(attribute))
+        return found
+
+    def read_back(self, op: Operation, live: Parts) -> dict[str, Any]:
+        seen: Mapping[str, CustomAttribute] | None = live.part("attributes")
+        now = seen.get(op.subject) if seen is not None else None
+        if now is None:
+            return {}
+        listed = now.to_json()
+        if all(same_value(listed.get(k), v) for k, v in op.state_record.items()):
+            return {op.subject: CustomAttribute.model_validate(op.state_record)}
+        return {}
+
+    def observed(self, live: Parts) -> dict[str, Any]:
+        return dict(live.part("attributes") or {})
+
+    def record_verified(self, record: MutableParts, values: Mapping[str, Any]) -> bool:
+        attributes: dict[str, CustomAttribute] = record.part("attributes")
+        verified: set[str] = record.part("verified_attributes")
+        sealed: dict[str, dict[str, Sealed]] = record.part("sealed_attributes")
+        changed = False
+        for name, attribute in values.items():
+            changed |= attributes.get(name) != attribute or name not in verified or name in sealed
+            attributes[name] = attribute
+            verified.add(name)
+            sealed.pop(name, None)
+        return changed
+
+    def current_value(self, live: Parts, path: str) -> JsonValue:
+        seen = live.part("attributes")
+        attribute = seen.get(path) if seen is not None else None
+        return attribute.to_json() if attribute is not None else None
+
+    def recorded_value(self, record: Parts, path: str) -> JsonValue:
+        return self._raw(record, path)
+
+    def _declared(self, spec: Parts, name: str) -> CustomAttribute | None:
+        return next((a for a in spec.part("attributes") if a.name == name), None)
+
+    def drift_values(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue, Basis | None]:
+        declared = self._declared(spec, change.path)
+        fields = declared.managed() if declared is not None else {"archived": True}
+        current = live.part("attributes")
+        now_attribute = current.get(change.path) if current is not None else None
+        now = _project(now_attribute.to_json(), fields) if now_attribute is not None else None
+        kept = record.part("attributes").get(change.path) if record is not None else None
+        if record is None or kept is None:
+            return now, fields, None, None
+        verified: set[str] = record.part("verified_attributes")
+        basis: Basis = "verified" if change.path in verified else "sent"
+        return now, fields, _project(kept.to_json(), fields), basis
+
+    def drift_shown(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue]:
+        """Whole records (live, declared as a create would send it, recorded), so the report
+        says which attribute, not only which fields."""
+        current = (live.part("attributes") or {}).get(change.path)
+        declared = self._declared(spec, change.path)
+        kept = record.part("attributes").get(change.path) if record is not None else None
+        return (
+            current.to_json() if current is not None else None,
+            declared.create_body() if declared is not None else change.after,
+            kept.to_json() if kept is not None else None,
+        )
+
+    def unmanaged_value(self, live: Parts | None, name: str) -> JsonValue:
+        seen = live.part("attributes") if live is not None else None
+        attribute = seen.get(name) if seen else None
+        return attribute.to_json() if attribute is not None else None
+
+    def render_lines(self, change: Change, show: Callable[[JsonValue], str]) -> list[str] | None:
+        return detail_lines(change, show)
+
+    def dump(
+        self, record: Parts, seal: Callable[[str, JsonValue], JsonValue]
+    ) -> dict[str, JsonValue]:
+        return {}
+
+    def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+KIND = AttributesKind()

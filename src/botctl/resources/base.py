@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from botctl.plan import Dependency, Operation, Unmanageable, Unmanaged
+from botctl.sealing import Sealed
+from botctl.values import JsonValue
 
 
 @dataclass
@@ -20,3 +22,9 @@ class BotPlan:
     problems: list[str] = field(default_factory=list)  # changes the API cannot make
     warnings: list[str] = field(default_factory=list)  # what a reviewer should know
     missing: bool = False  # the service does not list this chatbot
+
+
+def known_value(sealed: Sealed, salt: str, *candidates: JsonValue) -> JsonValue:
+    """The first candidate a recorded fingerprint was made from, else None: a sealed value
+    known in clear again (in memory only)."""
+    return next((c for c in candidates if c is not None and sealed.matches(c, salt)), None)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Protocol
 
@@ -35,9 +35,18 @@ from botctl.plan import (
     Dependency,
     Operation,
 )
-from botctl.resources.base import BotPlan
-from botctl.sealing import holds_secret, mask_beside
-from botctl.values import JsonValue, as_json, flatten, mask_secrets, same_value, unflatten
+from botctl.resources.base import BotPlan, known_value
+from botctl.resources.kind import Basis, MutableParts, Parts
+from botctl.sealing import Sealed, holds_secret, mask_beside
+from botctl.values import (
+    SECRET_MASK,
+    JsonValue,
+    as_json,
+    flatten,
+    mask_secrets,
+    same_value,
+    unflatten,
+)
 
 HexColour = Annotated[str, StringConstraints(pattern=contract.HEX_COLOUR_PATTERN)]
 ModelId = Annotated[str, StringConstraints(pattern=contract.MODEL_ID_PATTERN)]
@@ -392,3 +401,216 @@ def read_back_notes(op: Operation, observed: ChatbotSettings) -> list[str]:
                 f"{now[path]!r}"
             )
     return notes
+
+
+# --- the kind -----------------------------------------------------------------------------------
+
+# What a sealed value that matches no candidate is compared and shown as: the mask itself, in
+# the shape the field takes. A field that can hold neither (a colour, an enumeration) is left
+# unrecorded: its value is then unknown, and sent.
+_STAND_INS: tuple[JsonValue, ...] = (SECRET_MASK, (SECRET_MASK,))
+
+
+def secret_location(path: str) -> str:
+    """A settings leaf (dotted path), as a secret location (``State.protect``)."""
+    return f"settings:{path}"
+
+
+def _top(path: str) -> str:
+    return path.split(".", 1)[0]
+
+
+class SettingsKind:
+    """Settings behind ``resources.kind.ResourceKind``. Its parts: ``settings`` (declared,
+    observed, recorded), ``refused`` (live), and in a record ``verified_settings`` (leaf
+    paths read from the service) and ``sealed_settings`` (leaf paths known only by their
+    fingerprints)."""
+
+    name = "settings"
+    order = 0
+    operation_kinds = ("update_settings",)
+    item_detail = True
+    state_keys: tuple[str, ...] = ()  # the state format's own fields (``store.state``)
+    absent_shown: str | None = None
+
+    async def read_live(
+        self, client: Any, chatbot_id: str, listed: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        if listed is None:  # no chatbot list: no settings to observe
+            return {}
+        observed, refused = read_live(listed)
+        return {"settings": observed, "refused": refused}
+
+    def secret_locations(self, spec: Parts, secrets: frozenset[str]) -> set[str]:
+        declared: ChatbotSettings = spec.part("settings")
+        return {
+            secret_location(path)
+            for path, value in declared.leaves.items()
+            if holds_secret(value, secrets)
+        }
+
+    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+        sealed_values: dict[str, Sealed] = record.part("sealed_settings")
+        if not sealed_values:
+            return {}
+        declared = spec.part("settings").leaves
+        seen = live.part("settings") if live is not None else None
+        observed = seen.leaves if seen is not None else {}
+        settings: ChatbotSettings = record.part("settings")
+        for path, sealed in sorted(sealed_values.items()):
+            known = known_value(sealed, salt, declared.get(path), observed.get(path))
+            for value in (known,) if known is not None else _STAND_INS:
+                try:
+                    settings = with_leaves(settings, {path: value})
+                except ValidationError:
+                    continue
+                break
+        return {"settings": settings, "sealed_settings": {}}
+
+    def plan(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        *,
+        secrets: frozenset[str],
+        reassert: bool,
+        out: BotPlan,
+    ) -> None:
+        plan_settings(
+            bot,
+            spec.part("settings"),
+            live.part("settings") if live is not None else None,
+            record.part("settings") if record is not None else None,
+            secrets,
+            out,
+            reassert=reassert,
+        )
+
+    def premises(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        secrets: frozenset[str],
+    ) -> list[Dependency]:
+        """Every declared leaf it could not read, and every recorded one under a declared
+        object (sent whole), as recorded."""
+        seen = live.part("settings") if live is not None else None
+        observed = seen.leaves if seen is not None else {}
+        raw = self._raw(record) if record is not None else {}
+        declared = spec.part("settings").leaves
+        sent_whole = {_top(path) for path in declared}
+        paths = set(declared) | {path for path in raw if _top(path) in sent_whole}
+        return [
+            Dependency(
+                bot.chatbot_id,
+                self.name,
+                path,
+                raw.get(path),
+                "state",
+                holds_secret(declared.get(path), secrets),
+            )
+            for path in sorted(paths - set(observed))
+        ]
+
+    def _raw(self, record: Parts) -> dict[str, JsonValue]:
+        """Every recorded leaf, sealed ones as their ``Sealed``."""
+        return {**record.part("settings").leaves, **record.part("sealed_settings")}
+
+    async def send(self, op: Operation, client: Any) -> str:
+        return await send(op, client)
+
+    def fold(self, record: MutableParts, op: Operation) -> None:
+        sent = set(op.body)
+        record.set_part("settings", fold(record.part("settings"), op))
+        verified: set[str] = record.part("verified_settings")
+        record.set_part("verified_settings", {p for p in verified if _top(p) not in sent})
+        sealed: dict[str, Sealed] = record.part("sealed_settings")
+        record.set_part("sealed_settings", {p: v for p, v in sealed.items() if _top(p) not in sent})
+
+    def read_back_notes(self, op: Operation, live: Parts) -> list[str]:
+        observed = live.part("settings")
+        return read_back_notes(op, observed) if observed is not None else []
+
+    def matching(self, spec: Parts, live: Parts) -> dict[str, Any]:
+        seen = live.part("settings")
+        if seen is None:
+            return {}
+        observed = seen.leaves
+        return {
+            path: value
+            for path, value in spec.part("settings").leaves.items()
+            if path in observed and same_value(observed[path], value)
+        }
+
+    def read_back(self, op: Operation, live: Parts) -> dict[str, Any]:
+        seen = live.part("settings")
+        if seen is None:
+            return {}
+        observed = seen.leaves
+        return {
+            path: sent
+            for path, sent in flatten(op.state_record).items()
+            if path in observed and same_value(observed[path], sent)
+        }
+
+    def observed(self, live: Parts) -> dict[str, Any]:
+        seen = live.part("settings")
+        return dict(seen.leaves) if seen is not None else {}
+
+    def record_verified(self, record: MutableParts, values: Mapping[str, Any]) -> bool:
+        settings: ChatbotSettings = record.part("settings")
+        verified: set[str] = record.part("verified_settings")
+        sealed: dict[str, Sealed] = record.part("sealed_settings")
+        updated = with_leaves(settings, values)
+        now_verified = verified | set(values)
+        now_sealed = {path: v for path, v in sealed.items() if path not in values}
+        record.set_part("settings", updated)
+        record.set_part("verified_settings", now_verified)
+        record.set_part("sealed_settings", now_sealed)
+        return (updated, now_verified, now_sealed) != (settings, verified, sealed)
+
+    def current_value(self, live: Parts, path: str) -> JsonValue:
+        seen = live.part("settings")
+        return seen.leaves.get(path) if seen is not None else None
+
+    def recorded_value(self, record: Parts, path: str) -> JsonValue:
+        return self._raw(record).get(path)
+
+    def drift_values(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue, Basis | None]:
+        now = self.current_value(live, change.path)
+        want = spec.part("settings").leaves.get(change.path)  # None: a removed sub-field
+        recorded = record.part("settings").leaves if record is not None else {}
+        if record is None or change.path not in recorded:
+            return now, want, None, None
+        verified: set[str] = record.part("verified_settings")
+        basis: Basis = "verified" if change.path in verified else "sent"
+        return now, want, recorded[change.path], basis
+
+    def drift_shown(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue]:
+        now, want, recorded, _ = self.drift_values(spec, change, live, record)
+        return now, want, recorded
+
+    def unmanaged_value(self, live: Parts | None, name: str) -> JsonValue:
+        return None  # every live setting is declared or not botctl's: none is unmanaged
+
+    def render_lines(self, change: Change, show: Callable[[JsonValue], str]) -> list[str] | None:
+        return None  # the value itself (a list's items, a multi-line text's diff)
+
+    def dump(
+        self, record: Parts, seal: Callable[[str, JsonValue], JsonValue]
+    ) -> dict[str, JsonValue]:
+        return {}
+
+    def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+KIND = SettingsKind()

@@ -1,10 +1,11 @@
 """Service -> Live: read what the service lets botctl observe, in the resources' own models.
 
 The response envelopes are the client's business; the records inside are each resource kind's
-(``settings.read_live``, ``attributes.read_live``). What leaves this module is ``Live``.
+(``ResourceKind.read_live`` of every kind in the registry). What leaves this module is ``Live``.
 
-Reads are the minimum the plan needs: one chatbot-list read per distinct client (API key)
-and one attribute-list read per chatbot that may exist, run concurrently within a bound.
+Reads are the minimum the plan needs: one chatbot-list read per distinct client (API key),
+then each kind's reads of each chatbot that may exist (an attribute list), run concurrently
+within a bound.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any, TypeVar
 
 from botctl.errors import ReadsUnavailable, ServiceError
 from botctl.models import BotSpec, Live, LiveBot
-from botctl.resources import attributes, settings
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.kind import ResourceKind
+from botctl.resources.registry import kinds
 from botctl.service.client import ServiceClient
 
 T = TypeVar("T")
@@ -41,16 +42,23 @@ async def read_live(
     )
     records = dict(zip(by_client, listings, strict=True))
     targets = _dedupe(bots)
-    attribute_lists = await _gather(
+    reads = [
+        (bot, kind, records[id(clients[bot.api_key_env])]) for bot in targets for kind in kinds()
+    ]
+    parts = await _gather(
         [
-            _bounded(limit, _read_attributes(clients[bot.api_key_env], bot, records))
-            for bot in targets
+            _bounded(limit, _read_part(clients[bot.api_key_env], bot, kind, listing))
+            for bot, kind, listing in reads
         ]
     )
+    found: dict[str, dict[str, Any]] = {bot.chatbot_id: {} for bot in targets}
+    for (bot, _, _), part in zip(reads, parts, strict=True):
+        if part is not None:
+            found[bot.chatbot_id].update(part)
     return Live(
         bots={
-            bot.chatbot_id: _live_bot(bot, records[id(clients[bot.api_key_env])], attrs)
-            for bot, attrs in zip(targets, attribute_lists, strict=True)
+            bot.chatbot_id: _live_bot(bot, records[id(clients[bot.api_key_env])], found)
+            for bot in targets
         },
         listed={
             env: {chatbot_id: _name(record) for chatbot_id, record in listing.items()}
@@ -122,44 +130,27 @@ async def _read_chatbots(client: ServiceClient) -> dict[str, dict[str, Any]] | N
     return by_id
 
 
-async def _read_attributes(
+async def _read_part(
     client: ServiceClient,
     bot: BotSpec,
-    records: Mapping[int, dict[str, dict[str, Any]] | None],
-) -> _Attributes | None:
-    listing = records[id(client)]
+    kind: ResourceKind,
+    listing: Mapping[str, dict[str, Any]] | None,
+) -> dict[str, Any] | None:
+    """One kind's live parts of one chatbot; None when the list says it does not exist
+    (nothing to read)."""
     if listing is not None and bot.chatbot_id not in listing:
-        return None  # the list says it does not exist: nothing to read
-    try:
-        raw = await client.list_attributes(bot.chatbot_id)
-    except ReadsUnavailable:
         return None
-    return attributes.read_live(raw)
-
-
-# An attribute list as read: the attributes by name, and the records outside the contract.
-_Attributes = tuple[dict[str, CustomAttribute], tuple[attributes.OffContract, ...]]
+    listed = listing.get(bot.chatbot_id) if listing is not None else None
+    return await kind.read_live(client, bot.chatbot_id, listed)
 
 
 def _live_bot(
-    bot: BotSpec,
-    listing: dict[str, dict[str, Any]] | None,
-    attribute_list: _Attributes | None,
+    bot: BotSpec, listing: dict[str, dict[str, Any]] | None, found: Mapping[str, dict[str, Any]]
 ) -> LiveBot:
-    found, off_contract = attribute_list if attribute_list is not None else (None, ())
-    if listing is None:  # unknown whether it exists; assume so and let writes tell
-        return LiveBot(chatbot_id=bot.chatbot_id, attributes=found, off_contract=off_contract)
-    record = listing.get(bot.chatbot_id)
-    if record is None:
+    if listing is not None and bot.chatbot_id not in listing:
         return LiveBot(chatbot_id=bot.chatbot_id, exists=False)
-    observed, refused = settings.read_live(record)
-    return LiveBot(
-        chatbot_id=bot.chatbot_id,
-        settings=observed,
-        refused=refused,
-        attributes=found,
-        off_contract=off_contract,
-    )
+    # Without a list, whether it exists is unknown: assumed so, and writes tell.
+    return LiveBot.of(bot.chatbot_id, found[bot.chatbot_id])
 
 
 async def _bounded(limit: asyncio.Semaphore, work: Awaitable[T]) -> T:

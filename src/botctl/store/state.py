@@ -21,6 +21,10 @@ commit. Version 1 documents (no verified marks: everything sent) and version 2 d
 through the same models the diff uses: a malformed one is an error that names the place, never
 a crash.
 
+A chatbot's record holds the format's own fields (settings and attributes, above) and the keys
+of every other resource kind of the registry (``ResourceKind.state_keys``, written by its
+``dump`` and read by its ``load``).
+
 Where the document is kept is a backend's business (``store/backends``: a file, a git branch,
 an S3 object): every function here takes a ``--state`` value (a path or URL) or an open
 ``StateBackend``. Each write is atomic (a reader or a killed process never sees half a
@@ -46,6 +50,7 @@ from botctl.errors import StateError, StateWriteError
 from botctl.models import BotRecord, State, attribute_location, settings_location
 from botctl.plan import Operation
 from botctl.resources.attributes import CustomAttribute
+from botctl.resources.registry import kinds, state_keys
 from botctl.resources.settings import ChatbotSettings
 from botctl.sealing import (
     SALT_PATTERN,
@@ -127,6 +132,7 @@ def load_state(where: StateLocation | StateBackend) -> State:
 def state_from_text(text: str, where: str) -> State:
     """Parse a state document; ``where`` names it in errors (a path, a URL)."""
     text, sealed = _take_sealed(text)
+    text, kept = _take_kind_records(text)
     try:
         data = _StateFile.model_validate_json(text)
     except ValidationError as exc:
@@ -147,6 +153,7 @@ def state_from_text(text: str, where: str) -> State:
             verified_attributes=set(rec.verified_attributes),
             sealed_settings=sealed.get(chatbot_id, no_seals)[0],
             sealed_attributes=sealed.get(chatbot_id, no_seals)[1],
+            parts=_kind_parts(where, chatbot_id, kept.get(chatbot_id, {})),
         )
         for chatbot_id, rec in data.bots.items()
     }
@@ -203,6 +210,38 @@ def _take_sealed(text: str) -> tuple[str, dict[str, _SealedOf]]:
         if sealed_settings or sealed_attributes:
             found[str(chatbot_id)] = (sealed_settings, sealed_attributes)
     return json.dumps(data, ensure_ascii=False), found
+
+
+def _take_kind_records(text: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The document without the keys of the registry's kinds that have their own (see the
+    module's docstring), and those keys' values by chatbot; the text itself when no kind
+    has any."""
+    keys = set(state_keys())
+    if not keys:
+        return text, {}
+    try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
+        data = from_json(text)
+    except ValueError:
+        return text, {}
+    bots = data.get("bots") if isinstance(data, dict) else None
+    if not isinstance(bots, dict):
+        return text, {}
+    found: dict[str, dict[str, Any]] = {}
+    for chatbot_id, record in bots.items():
+        if isinstance(record, dict):
+            found[str(chatbot_id)] = {key: record.pop(key) for key in keys if key in record}
+    return json.dumps(data, ensure_ascii=False), found
+
+
+def _kind_parts(where: str, chatbot_id: str, document: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts each kind reads from its keys of one chatbot's record."""
+    parts: dict[str, Any] = {}
+    for kind in kinds():
+        try:
+            parts.update(kind.load(document))
+        except ValueError as exc:
+            raise _invalid(where, f"bots.{chatbot_id}.{exc}") from None
+    return parts
 
 
 def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, Sealed]) -> dict[str, Any]:
@@ -279,7 +318,24 @@ def record_document(state: State, chatbot_id: str) -> dict[str, Any]:
             for name in sorted(record.attributes)
         },
         "verified_attributes": sorted(record.verified_attributes),
+        **_kind_documents(state, record, secret),
     }
+
+
+def _kind_documents(
+    state: State, record: BotRecord, secret: Callable[[str, JsonValue], bool] | None
+) -> dict[str, JsonValue]:
+    """The keys of the kinds that keep their own, each value sealed where it must be."""
+
+    def sealed(location: str, value: JsonValue) -> JsonValue:
+        if secret is None or value is None or not secret(location, value):
+            return value
+        return encode(seal(state_salt(state), value))
+
+    documents: dict[str, JsonValue] = {}
+    for kind in kinds():
+        documents.update(kind.dump(record, sealed))
+    return documents
 
 
 def _secret_test(state: State, chatbot_id: str) -> Callable[[str, JsonValue], bool] | None:

@@ -1,0 +1,198 @@
+"""``ResourceKind``: the one interface every resource kind implements, and the registry of kinds.
+
+Everything above ``resources/`` that handles "each kind" (``models``, ``reconcile/*``,
+``service.live``, ``store.state``, ``render``) iterates ``kinds()`` or looks a kind up by the
+``resource`` a change, operation or dependency names (``kind_of``): none of it branches on a
+kind's name, so a new kind is one module and one ``register`` call.
+
+A kind never sees the containers of ``models``: it is handed ``Parts`` (a ``BotSpec``, a
+``LiveBot``, a ``BotRecord``) and takes its own slices out of it by key (``part``). A part is
+the container's field of that name where it has one (``settings``, ``attributes``: the kinds
+the configuration format knew first), else its entry in the container's ``parts`` mapping, so a
+new kind needs no new field anywhere.
+
+The hooks, in the order of a run:
+
+============================  ==================================================================
+hook                          job
+============================  ==================================================================
+``read_live``                 the service -> this kind's live parts of one chatbot
+``secret_locations``          where a declaration holds a ``${secret:}`` (sealed in the state)
+``unseal``                    the record's sealed values, compared with what is known in clear
+``plan``                      its slice of one chatbot's plan (``BotPlan``)
+``premises``                  what a plan writing to the chatbot takes from the state
+``send``                      one ``Operation`` of this kind, through the service client
+``fold``                      a success, into the chatbot's record (in memory)
+``read_back_notes``           sent values the service reads back differently
+``matching`` / ``read_back``  values read from the service to record as verified (baseline)
+``observed``                  everything a read shows (export's baseline)
+``record_verified``           such values, into the record
+``current_value``             what the service holds now for a value a plan relied on
+``recorded_value``            what the state records now for it
+``drift_values``              the live, declared and recorded values drift compares
+``drift_shown``               the same values as a reader is shown them
+``unmanaged_value``           a live item no declaration names, as shown
+``render_lines``              a change's extra lines in text renderings (None: the default)
+``state_keys`` / ``dump`` /   the kind's keys in a chatbot's state record; the format's first
+``load``                      kinds (settings, attributes) are ``store.state``'s own model and
+                              name none
+============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol
+
+from botctl.plan import BotRef, Change, Dependency, Operation
+from botctl.resources.base import BotPlan
+from botctl.values import JsonValue
+
+# How a recorded value is known: read from the service, or only sent.
+Basis = Literal["verified", "sent"]
+
+
+class Parts(Protocol):
+    """A container of per-kind parts (``BotSpec``, ``LiveBot``, ``BotRecord``)."""
+
+    def part(self, key: str) -> Any: ...
+
+
+class MutableParts(Parts, Protocol):
+    """A container a kind writes its parts into (``BotRecord``)."""
+
+    def set_part(self, key: str, value: Any) -> None: ...
+
+
+class ResourceKind(Protocol):
+    """One resource kind (see the module's docstring for each hook)."""
+
+    @property
+    def name(self) -> str:
+        """The kind's name as changes, operations, dependencies and drift items carry it
+        (``Change.resource``)."""
+        ...
+
+    @property
+    def order(self) -> int:
+        """Where its operations come in a chatbot's sequence (lower first)."""
+        ...
+
+    @property
+    def operation_kinds(self) -> tuple[str, ...]: ...
+
+    @property
+    def item_detail(self) -> bool:
+        """Whether list values of this kind get item-level detail in plans and drift."""
+        ...
+
+    @property
+    def state_keys(self) -> tuple[str, ...]:
+        """The keys of a chatbot's state record this kind writes (``dump``) and reads
+        (``load``)."""
+        ...
+
+    @property
+    def absent_shown(self) -> str | None:
+        """How a drift item shows a live value of None ("absent"); None: as the value."""
+        ...
+
+    # -- reading the service ------------------------------------------------------------------
+    async def read_live(
+        self, client: Any, chatbot_id: str, listed: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """This kind's live parts of one chatbot. ``listed``: its record in the chatbot list,
+        None when the list could not be read (whether it exists is then unknown). A read the
+        service does not offer is an unreadable part, never an error."""
+        ...
+
+    # -- planning ---------------------------------------------------------------------------
+    def secret_locations(self, spec: Parts, secrets: frozenset[str]) -> set[str]: ...
+
+    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+        """The record's parts with every sealed value replaced (``reconcile.sealed``); {}
+        when it holds none."""
+        ...
+
+    def plan(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        *,
+        secrets: frozenset[str],
+        reassert: bool,
+        out: BotPlan,
+    ) -> None: ...
+
+    def premises(
+        self,
+        bot: BotRef,
+        spec: Parts,
+        live: Parts | None,
+        record: Parts | None,
+        secrets: frozenset[str],
+    ) -> list[Dependency]:
+        """What a plan that writes to ``bot`` takes from the state: every managed value it
+        could not read, as recorded (None: not recorded), sealed values as their ``Sealed``."""
+        ...
+
+    # -- applying ---------------------------------------------------------------------------
+    async def send(self, op: Operation, client: Any) -> str:
+        """Send one operation; returns a note for the progress line."""
+        ...
+
+    def fold(self, record: MutableParts, op: Operation) -> None: ...
+
+    def read_back_notes(self, op: Operation, live: Parts) -> list[str]: ...
+
+    # -- the baseline (values to record as verified) -----------------------------------------
+    def matching(self, spec: Parts, live: Parts) -> dict[str, Any]: ...
+
+    def read_back(self, op: Operation, live: Parts) -> dict[str, Any]: ...
+
+    def observed(self, live: Parts) -> dict[str, Any]: ...
+
+    def record_verified(self, record: MutableParts, values: Mapping[str, Any]) -> bool:
+        """Record ``values`` (as ``matching`` returns them) as verified; whether anything
+        changed."""
+        ...
+
+    # -- saved plans ------------------------------------------------------------------------
+    def current_value(self, live: Parts, path: str) -> JsonValue: ...
+
+    def recorded_value(self, record: Parts, path: str) -> JsonValue: ...
+
+    # -- drift ------------------------------------------------------------------------------
+    def drift_values(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue, Basis | None]:
+        """Unmasked: the live, declared and recorded values of what ``change`` is about, and
+        how the recorded one is known (None: nothing recorded)."""
+        ...
+
+    def drift_shown(
+        self, spec: Parts, change: Change, live: Parts, record: Parts | None
+    ) -> tuple[JsonValue, JsonValue, JsonValue]: ...
+
+    def unmanaged_value(self, live: Parts | None, name: str) -> JsonValue: ...
+
+    # -- rendering --------------------------------------------------------------------------
+    def render_lines(self, change: Change, show: Callable[[JsonValue], str]) -> list[str] | None:
+        """A change's lines under its head in text renderings; None: the value itself."""
+        ...
+
+    # -- the state file ---------------------------------------------------------------------
+    def dump(
+        self, record: Parts, seal: Callable[[str, JsonValue], JsonValue]
+    ) -> dict[str, JsonValue]:
+        """This kind's ``state_keys`` of a chatbot's record as written. ``seal(location,
+        value)``: the value as the file must hold it (its fingerprint where it holds a secret,
+        or sits where the configuration holds one: ``secret_locations``)."""
+        ...
+
+    def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        """This kind's parts from its ``state_keys`` of a record; ValueError when malformed
+        (the message names the field)."""
+        ...
