@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from botctl.sealing import Secret
 from botctl.values import JsonValue
@@ -30,7 +30,31 @@ ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive", "reas
 # A resource kind's name ("settings", "attribute", or a kind registered later: see
 # ``resources.registry``), and the kinds of operation each sends.
 Resource = str
-OperationKind = str
+
+
+class _Registered:
+    """For pydantic (a plan file read back): an operation kind must be one a registered
+    resource kind sends. pydantic is imported only when a model that holds one is built."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(_registered, handler(source))
+
+
+def _registered(kind: str) -> str:
+    if kind not in RESOURCE_OF:
+        from pydantic_core import PydanticCustomError
+
+        known = ", ".join(repr(k) for k in RESOURCE_OF)
+        raise PydanticCustomError(
+            "literal_error", "Input should be one of {known}", {"known": known}
+        )
+    return kind
+
+
+OperationKind = Annotated[str, _Registered]
 RESOURCE_OF: dict[OperationKind, Resource] = {
     "update_settings": "settings",
     "create_attribute": "attribute",

@@ -139,7 +139,7 @@ def _detail_rows(plan: Plan) -> list[md.Row]:
     """The text rendering's body, one row per change (the first of a chatbot with its name)
     and per unmanaged attribute."""
     unmanaged = {
-        name: [u.name for u in group]
+        name: [f"{u.resource} {u.name}" for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
     }
     rows: list[md.Row] = []
@@ -157,7 +157,7 @@ def _detail_rows(plan: Plan) -> list[md.Row]:
 def _unmanaged_rows(names: list[str], header: tuple[str, ...] = ()) -> list[md.Row]:
     rows = []
     for name in names:
-        line = f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}"
+        line = f"  ? unmanaged {name} {UNMANAGED_NOTE}"
         rows.append(md.Row((*header, line), {"unmanaged attribute": 1}))
         header = ()
     return rows

@@ -154,7 +154,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
         for b in plan.missing
     )
     unmanaged_by_bot = {
-        name: [u.name for u in group]
+        name: [f"{u.resource} {u.name}" for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
     }
     for bot, ops in by_bot(plan.operations):
@@ -164,11 +164,11 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
             for change in op.changes:
                 out.extend(change_lines(change, style))
         for name in unmanaged_by_bot.pop(bot.name, []):
-            out.append(f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}")
+            out.append(f"  ? unmanaged {name} {UNMANAGED_NOTE}")
     for bot_name, names in unmanaged_by_bot.items():
         out.append("")
         out.append(style(bot_name, "1"))
-        out.extend(f"  ? unmanaged attribute {name} {UNMANAGED_NOTE}" for name in names)
+        out.extend(f"  ? unmanaged {name} {UNMANAGED_NOTE}" for name in names)
     out.extend(unmanageable_lines(plan.unmanageable, style))
     if plan.empty:
         out.append("")

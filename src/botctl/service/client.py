@@ -55,6 +55,7 @@ from botctl.service.redact import check_api_key, redact
 from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
 from botctl.service.retry import (
     DEFAULT_RETRY,
+    Kind,
     RetryPolicy,
     may_retry_failure,
     may_retry_status,
@@ -214,6 +215,25 @@ class ServiceClient:
         call = Call("PUT", path, f"update attribute {name}", "idempotent", chatbot_id, body)
         return _data(await self._send(call))
 
+    async def request(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        kind: Kind,
+        *,
+        chatbot_id: str | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """One request under ``path`` (below the API's base URL), with everything the named
+        operations above get: retries as ``kind`` allows ("read", "idempotent", "create"),
+        pacing, the deadline, bounded answers, errors that name ``operation`` and never the
+        key. Returns the answer's JSON (None when it is empty). The building block of a
+        resource kind's own methods; a path segment from data goes through ``path_segment``."""
+        call = Call(method, path, operation, kind, chatbot_id, body)
+        reply = await self._send(call)
+        return self._say.json_of(call, reply) if reply.content.strip() else None
+
     # -- the request loop -------------------------------------------------------------------
 
     async def _send(self, call: Call) -> Reply:
@@ -322,3 +342,8 @@ def _data(reply: Reply) -> dict[str, Any]:
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
+
+
+def path_segment(value: str) -> str:
+    """``value`` as one segment of a request path (``/`` and the rest escaped)."""
+    return _seg(value)
