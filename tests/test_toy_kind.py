@@ -53,7 +53,7 @@ KEY_ENV = "BOTCTL_API_KEY"
 KEY = "test-key"
 BOT = "bot-1"
 
-# --- the toy kind: its model and its kind, nothing else ------------------------------------------
+# --- the toy kind: its model and its kind, nothing else -------------------------------------------
 
 
 class Widget(BaseModel):
@@ -270,7 +270,7 @@ class WidgetService:
         self.widgets: dict[str, dict[str, str]] = {}
         self.puts: list[tuple[str, str, dict[str, Any]]] = []
 
-    async def list(self, request: Request) -> Response:
+    async def listing(self, request: Request) -> Response:
         chatbot_id = request.path_params["chatbot_id"]
         held = self.widgets.get(chatbot_id, {})
         data = [{"name": name, "colour": colour} for name, colour in sorted(held.items())]
@@ -286,7 +286,7 @@ class WidgetService:
     def routes(self) -> list[Route]:
         prefix = f"{contract.API_PREFIX}/chatbots/{{chatbot_id}}/widgets"
         return [
-            Route(prefix, self.list, methods=["GET"]),
+            Route(prefix, self.listing, methods=["GET"]),
             Route(f"{prefix}/{{name}}", self.put, methods=["PUT"]),
         ]
 
@@ -312,7 +312,7 @@ def widgets(sandbox: RunningSandbox) -> WidgetService:
     return service
 
 
-# --- the run ---------------------------------------------------------------------------------------
+# --- the run --------------------------------------------------------------------------------------
 
 
 def _desired(colour: str) -> Desired:
