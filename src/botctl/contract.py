@@ -56,6 +56,7 @@ SETTINGS_MODELS: Final[tuple[str, ...]] = (
 # the lists is accepted on explicit request (botctl --allow-unknown-models, the sandbox's
 # --extra-model) and by the JSON Schema, which cannot know of either option.
 MODEL_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]*$(?!\n)"
+MODEL_ID_HINT: Final = "must be a model identifier: letters, digits, '.', '_' or '-'"
 
 # 2.2 Chat operation, optional field `model`.
 CHAT_MODELS: Final[tuple[str, ...]] = (
@@ -114,9 +115,16 @@ PATTERN_ENGINE: Final = "python-re"
 # URL resolves them to this path or its parent), at most CHATBOT_ID_MAX_LENGTH characters.
 CHATBOT_ID_MAX_LENGTH: Final = 128
 CHATBOT_ID_PATTERN: Final = r"^(?!\.\.?$)[A-Za-z0-9._~-]+$(?!\n)"
+CHATBOT_ID_HINT: Final = (
+    "must be one URL path segment: letters, digits, '.', '_', '~' or '-', and not '.' or "
+    "'..' (a chatbot id goes into request paths as written)"
+)
 
 # 2.8 Custom attribute.
 ATTRIBUTE_NAME_PATTERN: Final = r"^[a-zA-Z][a-zA-Z0-9_-]*$(?!\n)"
+ATTRIBUTE_NAME_HINT: Final = (
+    f"must start with a letter, then letters, digits, '_' or '-' ({ATTRIBUTE_NAME_PATTERN})"
+)
 # A second guide of the service is stricter (API-NOTES); botctl warns when a name breaks it.
 ATTRIBUTE_NAME_STRICT_PATTERN: Final = r"^[a-z][a-z0-9_]*$(?!\n)"
 ATTRIBUTE_TYPES: Final[tuple[str, ...]] = ("text", "number", "boolean", "date")
@@ -165,3 +173,15 @@ PLANS: Final[tuple[str, ...]] = ("free", "hobby", "standard", "unlimited")
 # #RRGGBBAA (the service may hold a colour with alpha such as #ffffff80, so botctl must be
 # able to write it back).
 HEX_COLOUR_PATTERN: Final = r"^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$(?!\n)"
+HEX_COLOUR_HINT: Final = "must be a hex colour such as #0a84ff or #fff"
+
+# What a value that breaks a pattern is told (after its field's name), by pattern: each is
+# declared beside its pattern above. A pattern a model uses without a hint here (or beside it
+# in ``config.document``) fails ``tests/config/test_messages.py``, never a silent "has the
+# wrong format".
+PATTERN_HINTS: Final[dict[str, str]] = {
+    MODEL_ID_PATTERN: MODEL_ID_HINT,
+    CHATBOT_ID_PATTERN: CHATBOT_ID_HINT,
+    ATTRIBUTE_NAME_PATTERN: ATTRIBUTE_NAME_HINT,
+    HEX_COLOUR_PATTERN: HEX_COLOUR_HINT,
+}

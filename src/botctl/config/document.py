@@ -24,10 +24,18 @@ from botctl.resources.settings import ChatbotSettings
 
 # `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
 HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$(?!\n)"
+HANDLE_HINT = "must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
 # A handle names export's file (<handle>.yaml, within any file system's 255 bytes) and lines
 # of every plan: a hundred characters are plenty.
 HANDLE_MAX_LENGTH = 100
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$(?!\n)"
+ENV_NAME_HINT = "must be an environment variable name such as SUPPORT_BOT_KEY"
+# Every pattern of the document formats, with what a value that breaks it is told.
+PATTERN_HINTS = {
+    **contract.PATTERN_HINTS,
+    HANDLE_PATTERN: HANDLE_HINT,
+    ENV_NAME_PATTERN: ENV_NAME_HINT,
+}
 KINDS = ("Chatbot", "AttributeSet", "Defaults")
 
 Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN, max_length=HANDLE_MAX_LENGTH)]
@@ -190,12 +198,6 @@ class DefaultsDocument(_Strict):
     metadata: Metadata
     spec: DefaultsSpec
 
-
-MODEL_OF_KIND: dict[str, type[BaseModel]] = {
-    "Chatbot": Document,
-    "AttributeSet": AttributeSetDocument,
-    "Defaults": DefaultsDocument,
-}
 
 # The fields a Defaults document lays under a chatbot's own (the chatbot's win); its
 # attributeSets and ignoreAttributes are added to the chatbot's instead (config.resolve).

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from botctl import contract
+from botctl.config.document import PATTERN_HINTS
 from botctl.config.yamlnodes import LocatedDocument, Path
 from botctl.errors import Problem
 from botctl.resources.settings import nested_model
@@ -83,29 +83,14 @@ def fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
-CHATBOT_ID_RULE = (
-    "must be one URL path segment: letters, digits, '.', '_', '~' or '-', and not '.' or "
-    "'..' (a chatbot id goes into request paths as written)"
-)
+UNKNOWN_PATTERN_HINT = "has the wrong format"
 
 
-def _pattern_hint(field: str, loc: tuple[str | int, ...]) -> str:
-    if (loc and loc[0] == "metadata") or field == "attributeSets":
-        return "must be lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
-    if field == "chatbotId":
-        return CHATBOT_ID_RULE
-    if field == "apiKeyEnv":
-        return "must be an environment variable name such as SUPPORT_BOT_KEY"
-    if field == "model":
-        return "must be a model identifier: letters, digits, '.', '_' or '-'"
-    if field in ("buttonColor", "userMessageColor"):
-        return "must be a hex colour such as #0a84ff or #fff"
-    if field == "name":
-        return (
-            "must start with a letter, then letters, digits, '_' or '-' "
-            f"({contract.ATTRIBUTE_NAME_PATTERN})"
-        )
-    return "has the wrong format"
+def _pattern_hint(pattern: Any) -> str:
+    """What a value that breaks ``pattern`` is told: the hint declared beside the pattern."""
+    if not isinstance(pattern, str):
+        return UNKNOWN_PATTERN_HINT
+    return PATTERN_HINTS.get(pattern, UNKNOWN_PATTERN_HINT)
 
 
 def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
@@ -117,7 +102,7 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
     if kind == "literal_error":
         return f"{field}: must be one of {ctx.get('expected')}, got {show(value)}"
     if kind == "string_pattern_mismatch":
-        return f"{field}: {_pattern_hint(field, loc)}, got {show(value)}"
+        return f"{field}: {_pattern_hint(ctx.get('pattern'))}, got {show(value)}"
     if kind in ("greater_than_equal", "greater_than"):
         return f"{field}: must be at least {limit(ctx.get('ge', ctx.get('gt')))}, got {show(value)}"
     if kind in ("less_than_equal", "less_than"):

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from botctl.errors import BotctlError
-from botctl.models import Desired
 
 Operator = Literal["=", "!=", "in", "notin", "exists", "!exists"]
 
@@ -234,11 +233,3 @@ def select_names(bots: Sequence[tuple[str, Mapping[str, str]]], selection: Selec
             message += ": " + _label_hints(selection.selector, [labels for _, labels in bots])
         raise BotctlError(message)
     return kept
-
-
-def select(desired: Desired, selection: Selection) -> Desired:
-    """Only the chatbots ``selection`` covers (see ``select_names``)."""
-    if selection.everything:
-        return desired
-    kept = set(select_names([(b.name, b.labels) for b in desired.bots], selection))
-    return desired.model_copy(update={"bots": tuple(b for b in desired.bots if b.name in kept)})
