@@ -1,6 +1,7 @@
 """The four encodings describe the same fields: a setting or an attribute field added to one
 of them (the validator's models, the JSON Schema, the OpenAPI document, the sandbox's checks)
-and not to the others fails here, as does a type, list, pattern or bound that differs."""
+and not to the others fails here, as does a type, list, pattern, format, length or bound that
+differs."""
 
 from __future__ import annotations
 
@@ -17,7 +18,21 @@ from botctl.sandbox.validation import Rules
 from tests.conformance.documents import SCHEMA
 from tests.conformance.exchanges import OPENAPI
 
-KEPT = ("type", "enum", "pattern", "minimum", "maximum", "required")
+KEPT = (
+    "type",
+    "enum",
+    "pattern",
+    "format",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "required",
+)
 
 
 def shape(schema: dict[str, Any]) -> Any:
@@ -35,6 +50,27 @@ def shape(schema: dict[str, Any]) -> Any:
         out["properties"] = {k: shape(v) for k, v in schema["properties"].items()}
         out["closed"] = schema.get("additionalProperties") is False
     return out
+
+
+def test_shape_keeps_every_rule_an_encoding_may_state() -> None:
+    """A format or length added to one encoding and not to the others is a difference."""
+    rules = {
+        "type": "string",
+        "format": "date",
+        "minLength": 1,
+        "maxLength": 100,
+        "pattern": "^a$",
+    }
+    assert shape({**rules, "title": "T", "description": "d", "default": "a"}) == rules
+    for key in ("format", "minLength", "maxLength"):
+        fewer = {k: v for k, v in rules.items() if k != key}
+        assert shape({"anyOf": [fewer, {"type": "null"}]}) != shape(rules), key
+    listed = {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer"}}
+    assert shape(listed) == listed
+    assert shape({"type": "number", "exclusiveMinimum": 0}) == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+    }
 
 
 def schema_ref(ref: str) -> list[str]:

@@ -1,6 +1,7 @@
 """The settings resource, field by field. FIELDS is the one test table a new writable setting
-adds a row to: the row drives live parsing (both spellings), the diff, the request body, the
-state record and the JSON Schema checks below."""
+adds a row to (a top-level field, and each leaf of a nested object by its dotted path): the row
+drives live parsing (both spellings), the diff, the request body, the state record and the
+JSON Schema checks below."""
 
 from __future__ import annotations
 
@@ -11,11 +12,18 @@ import pytest
 from botctl.config.document import json_schema
 from botctl.plan import FLAG_CUTS_OFF_USERS, BotRef
 from botctl.resources.base import BotPlan
-from botctl.resources.settings import ChatbotSettings, fold, plan_settings, read_live
+from botctl.resources.settings import (
+    ChatbotSettings,
+    fold,
+    model_leaves,
+    plan_settings,
+    read_live,
+)
 
 REF = BotRef("support", "bot-1", "BOTCTL_API_KEY")
 
-# field, a declared value, the snake_case key a live read may use, a different live value.
+# field (a nested leaf by its dotted path), a declared value, the snake_case key a live read
+# may use, a different live value.
 FIELDS: list[tuple[str, Any, str, Any]] = [
     ("name", "Support", "name", "Old"),
     ("instructions", "Be kind.", "instructions", "Be brief."),
@@ -36,12 +44,78 @@ FIELDS: list[tuple[str, Any, str, Any]] = [
         "collect_customer_information",
         {"title": "Reach us"},
     ),
+    ("styles.theme", "dark", "styles.theme", "light"),
+    ("styles.buttonColor", "#0a84ff", "styles.button_color", "#fff"),
+    ("styles.displayName", "Helper", "styles.display_name", "Bot"),
+    ("styles.alignChatButton", "left", "styles.align_chat_button", "right"),
+    ("styles.userMessageColor", "#ffffff80", "styles.user_message_color", "#000"),
+    ("styles.autoOpenChatWindowAfter", 5, "styles.auto_open_chat_window_after", 0),
+    (
+        "collectCustomerInformation.title",
+        "Contact us",
+        "collect_customer_information.title",
+        "Reach us",
+    ),
+    (
+        "collectCustomerInformation.name.active",
+        True,
+        "collect_customer_information.name.active",
+        False,
+    ),
+    (
+        "collectCustomerInformation.name.label",
+        "Name",
+        "collect_customer_information.name.label",
+        "Your name",
+    ),
+    (
+        "collectCustomerInformation.email.active",
+        True,
+        "collect_customer_information.email.active",
+        False,
+    ),
+    (
+        "collectCustomerInformation.email.label",
+        "Email",
+        "collect_customer_information.email.label",
+        "E-mail",
+    ),
+    (
+        "collectCustomerInformation.phone.active",
+        False,
+        "collect_customer_information.phone.active",
+        True,
+    ),
+    (
+        "collectCustomerInformation.phone.label",
+        "Phone",
+        "collect_customer_information.phone.label",
+        "Tel",
+    ),
 ]
 IDS = [row[0] for row in FIELDS]
 
 
+def nest(path: str, value: Any) -> dict[str, Any]:
+    """``{"a": {"b": value}}`` for ``a.b``; ``{field: value}`` for a top-level field."""
+    top, _, rest = path.partition(".")
+    return {top: nest(rest, value) if rest else value}
+
+
+def at(values: Any, path: str) -> Any:
+    """The value at a dotted path of nested mappings."""
+    for part in path.split("."):
+        values = values[part]
+    return values
+
+
 def test_the_table_covers_every_writable_field() -> None:
-    assert sorted(IDS) == sorted(ChatbotSettings.model_fields)
+    assert sorted(i for i in IDS if "." not in i) == sorted(ChatbotSettings.model_fields)
+
+
+def test_the_table_covers_every_nested_leaf() -> None:
+    leaves = {leaf for field in ChatbotSettings.model_fields for leaf in model_leaves(field)}
+    assert sorted(i for i in IDS if "." in i) == sorted(leaf for leaf in leaves if "." in leaf)
 
 
 def observed(record: dict[str, Any]) -> ChatbotSettings:
@@ -49,7 +123,7 @@ def observed(record: dict[str, Any]) -> ChatbotSettings:
 
 
 def declared(field: str, value: Any) -> ChatbotSettings:
-    return ChatbotSettings.model_validate({field: value}, strict=False)
+    return ChatbotSettings.model_validate(nest(field, value), strict=False)
 
 
 def plan(
@@ -65,25 +139,27 @@ def plan(
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_live_parsing_reads_both_spellings(field: str, value: Any, snake: str, other: Any) -> None:
-    assert observed({snake: other}).json_fields == {field: other}
-    assert observed({field: other}).json_fields == {field: other}
+    assert observed(nest(snake, other)).json_fields == nest(field, other)
+    assert observed(nest(field, other)).json_fields == nest(field, other)
 
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_a_differing_live_value_is_one_request_with_the_whole_field(
     field: str, value: Any, snake: str, other: Any
 ) -> None:
-    out = plan(field, value, observed({snake: other}))
+    out = plan(field, value, observed(nest(snake, other)))
     (op,) = out.operations
     assert op.kind == "update_settings"
-    assert op.body == {field: value}
+    assert op.body == nest(field, value)
     assert {c.confidence for c in op.changes} == {"verified"}
-    assert [c.path.split(".")[0] for c in op.changes] == [field]
+    assert [c.path.split(".")[0] for c in op.changes] == [field.split(".")[0]]
+    if "." in field:
+        assert [c.path for c in op.changes] == [field]
 
 
 @pytest.mark.parametrize(("field", "value", "snake", "other"), FIELDS, ids=IDS)
 def test_the_same_live_value_is_no_change(field: str, value: Any, snake: str, other: Any) -> None:
-    out = plan(field, value, observed({snake: value}))
+    out = plan(field, value, observed(nest(snake, value)))
     assert out.operations == []
     assert out.unverified == 0
 
@@ -103,7 +179,7 @@ def test_unreadable_falls_back_to_state_then_unknown(
 def test_a_success_folds_into_the_record(field: str, value: Any, snake: str, other: Any) -> None:
     (op,) = plan(field, value, None, None).operations
     recorded = fold(declared("name", "Kept") if field != "name" else ChatbotSettings(), op)
-    assert recorded.json_fields[field] == value
+    assert at(recorded.json_fields, field) == value
     assert plan(field, value, None, recorded).operations == []
 
 
@@ -111,8 +187,13 @@ def test_a_success_folds_into_the_record(field: str, value: Any, snake: str, oth
 def test_the_json_schema_describes_the_field(
     field: str, value: Any, snake: str, other: Any
 ) -> None:
-    properties = json_schema()["$defs"]["ChatbotSettings"]["properties"]
-    assert field in properties
+    schema = json_schema()
+    properties = schema["$defs"]["ChatbotSettings"]["properties"]
+    *parents, leaf = field.split(".")
+    for parent in parents:
+        (ref,) = [b["$ref"] for b in properties[parent]["anyOf"] if "$ref" in b]
+        properties = schema["$defs"][ref.rsplit("/", 1)[1]]["properties"]
+    assert leaf in properties
 
 
 @pytest.mark.parametrize(
