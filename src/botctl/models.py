@@ -29,7 +29,6 @@ from botctl.resources.registry import kind_of, kinds
 from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.resources.settings import secret_location as settings_secret_location
 from botctl.sealing import Sealed, Secret
-from botctl.values import JsonValue
 
 
 class BotSpec(BaseModel):
@@ -179,17 +178,6 @@ class BotRecord:
         for key, value in values.items():
             copy.set_part(key, value)
         return copy
-
-    def raw_leaves(self) -> dict[str, JsonValue]:
-        """Every recorded settings leaf, sealed ones as their ``Sealed``."""
-        return {**self.settings.leaves, **self.sealed_settings}
-
-    def raw_attribute(self, name: str) -> dict[str, JsonValue] | None:
-        """The recorded attribute as JSON, its sealed fields as their ``Sealed``."""
-        attribute = self.attributes.get(name)
-        if attribute is None:
-            return None
-        return {**attribute.to_json(), **self.sealed_attributes.get(name, {})}
 
 
 _RECORD_FIELDS = {f.name: f for f in fields(BotRecord)}
