@@ -46,6 +46,7 @@ from botctl.resources.registry import kind_of, kinds, register, unregister
 from botctl.sandbox.server import RunningSandbox
 from botctl.service.client import ServiceClient, path_segment
 from botctl.service.live import read_live
+from botctl.store.planfile import read_plan_file, write_plan_file
 from botctl.store.state import StateWriter, load_state
 from botctl.values import JsonValue
 
@@ -401,9 +402,15 @@ def test_a_kind_defined_only_in_a_test_goes_through_every_step(
     assert "`banner`" in shown["markdown"]
     assert "  + create widget banner  (verified)" in shown["github"]
 
+    # A saved plan keeps the kind's operations; apply sends the one read back.
+    write_plan_file(plan, tmp_path / "plan.json")
+    saved = read_plan_file(tmp_path / "plan.json").plan
+    assert saved.operations == plan.operations
+    assert saved.unmanaged == plan.unmanaged
+
     # Apply: the request goes out, the state records it.
     state = load_state(state_path)
-    results = _apply(sandbox, plan, state, state_path)
+    results = _apply(sandbox, saved, state, state_path)
     assert [(r.status, r.message) for r in results] == [("applied", "widget painted")]
     assert widgets.puts == [(BOT, "banner", {"colour": "red"})]
 

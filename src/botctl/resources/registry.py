@@ -14,25 +14,32 @@ from botctl.resources import attributes, settings
 from botctl.resources.kind import ResourceKind
 
 _KINDS: dict[str, ResourceKind] = {}
+_ORDERED: list[tuple[ResourceKind, ...]] = [()]  # kept sorted as kinds come and go
 
 
 def register(kind: ResourceKind) -> None:
     """Make ``kind`` part of every run (its name and operation kinds must be new)."""
     if kind.name in _KINDS and _KINDS[kind.name] is not kind:
         raise ValueError(f"a resource kind named {kind.name!r} is already registered")
-    _KINDS[kind.name] = kind
     plan_module.register_resource(kind.name, kind.order, kind.operation_kinds)
+    _KINDS[kind.name] = kind
+    _sort()
 
 
 def unregister(name: str) -> None:
     """Take a kind out of the registry (tests that define their own)."""
     kind = _KINDS.pop(name)
     plan_module.unregister_resource(kind.name, kind.operation_kinds)
+    _sort()
+
+
+def _sort() -> None:
+    _ORDERED[0] = tuple(sorted(_KINDS.values(), key=lambda kind: kind.order))
 
 
 def kinds() -> tuple[ResourceKind, ...]:
     """Every registered kind, in operation order."""
-    return tuple(sorted(_KINDS.values(), key=lambda kind: kind.order))
+    return _ORDERED[0]
 
 
 def kind_of(resource: str) -> ResourceKind:
