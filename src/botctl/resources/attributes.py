@@ -16,6 +16,8 @@ about it, in one place.
   so no attribute is ever created twice.
 - **State** (``fold``): the record keeps identity plus the declared fields.
 - **Rendering** (``detail_lines``): the fields a change moves.
+- **The kind** (``AttributesKind``, ``KIND``): all of the above behind ``resources.kind``'s
+  interface, as the registry hands it to every step of a run.
 """
 
 from __future__ import annotations

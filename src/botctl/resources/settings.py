@@ -10,6 +10,8 @@
   nested object is sent whole, as declared (whether the service merges it is unknown).
 - **State** (``fold``): top-level fields replace what was recorded.
 - **Rendering**: which changes may cut users off.
+- **The kind** (``SettingsKind``, ``KIND``): all of the above behind ``resources.kind``'s
+  interface, as the registry hands it to every step of a run.
 
 Adding a writable field is one line in a model below: parsing, diffing, sending, recording and
 the JSON Schema all follow from the model.
