@@ -1,9 +1,10 @@
-"""``ResourceKind``: the one interface every resource kind implements, and the registry of kinds.
+"""``ResourceKind``: the one interface every resource kind implements (``resources.registry``
+holds the kinds of a run).
 
 Everything above ``resources/`` that handles "each kind" (``models``, ``reconcile/*``,
-``service.live``, ``store.state``, ``render``) iterates ``kinds()`` or looks a kind up by the
-``resource`` a change, operation or dependency names (``kind_of``): none of it branches on a
-kind's name, so a new kind is one module and one ``register`` call.
+``service.live``, ``store.state``, ``render``) iterates ``registry.kinds()`` or looks a kind up
+by the ``resource`` a change, operation or dependency names (``registry.kind_of``): none of it
+branches on a kind's name, so a new kind is one module and one ``register`` call.
 
 A kind never sees the containers of ``models``: it is handed ``Parts`` (a ``BotSpec``, a
 ``LiveBot``, a ``BotRecord``) and takes its own slices out of it by key (``part``). A part is
@@ -32,6 +33,8 @@ hook                          job
 ``drift_values``              the live, declared and recorded values drift compares
 ``drift_shown``               the same values as a reader is shown them
 ``unmanaged_value``           a live item no declaration names, as shown
+``item_detail``               whether list values get item-level detail (plans and drift)
+``absent_shown``              how drift shows a live value that is absent
 ``render_lines``              a change's extra lines in text renderings (None: the default)
 ``state_keys`` / ``dump`` /   the kind's keys in a chatbot's state record; the format's first
 ``load``                      kinds (settings, attributes) are ``store.state``'s own model and
