@@ -102,7 +102,9 @@ def test_key_never_appears_anywhere(bench: Bench) -> None:
     # The files: the state and the plan hold the secret's fingerprint, never the value.
     written = everything_written(bench)
     assert SECRET_VALUE not in written
-    assert sorted(p.name for p in botctl_files(bench)) == ["plan.json", "state.json"]
+    # The key of the fingerprints: beside the local state, never in it.
+    names = sorted(p.name for p in botctl_files(bench))
+    assert names == ["plan.json", "state.json", "state.json.key"]
     state = json.loads((bench.workdir / "state.json").read_text())
     assert state["bots"]["bot-1"]["settings"]["instructions"]["$sealed"].startswith("hmac-")
     plan = json.loads((bench.workdir / "plan.json").read_text())
@@ -161,7 +163,7 @@ def test_a_state_of_the_previous_format_is_rewritten_without_its_secrets(bench: 
     assert result.exit_code == 0, result.output
     assert bench.writes() == []
     state = json.loads(bench.state_path.read_text())
-    assert (state["format_version"], state["lineage"], state["serial"]) == (3, "L", 8)
+    assert (state["format_version"], state["lineage"], state["serial"]) == (4, "L", 8)
     assert SECRET_VALUE not in bench.state_path.read_text()
     assert_private([bench.state_path])
 

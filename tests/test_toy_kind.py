@@ -44,6 +44,7 @@ from botctl.resources.base import BotPlan
 from botctl.resources.kind import Basis, MutableParts, Parts
 from botctl.resources.registry import kind_of, kinds, register, unregister
 from botctl.sandbox.server import RunningSandbox
+from botctl.sealing import FingerprintKey
 from botctl.service.client import ServiceClient, path_segment
 from botctl.service.live import read_live
 from botctl.store.planfile import read_plan_file, write_plan_file
@@ -88,7 +89,9 @@ class WidgetKind:
     def secret_locations(self, spec: Parts, secrets: frozenset[str]) -> set[str]:
         return set()
 
-    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+    def unseal(
+        self, record: Parts, spec: Parts, live: Parts | None, key: FingerprintKey
+    ) -> dict[str, Any]:
         return {}
 
     def plan(
@@ -443,11 +446,11 @@ def test_a_kind_defined_only_in_a_test_goes_through_every_step(
 
     # A saved plan relied on what the service held: stale once it moved.
     pending = compute_plan(_desired("green"), after, loaded)
-    check_fresh(pending, after, loaded, loaded.salt)
+    check_fresh(pending, after, loaded, loaded.known_fingerprint_key())
     widgets.widgets[BOT]["banner"] = "blue"  # a dashboard edit
     moved = _read(sandbox, desired)
     with pytest.raises(StalePlanError, match="bot-1 widget banner"):
-        check_fresh(pending, moved, loaded, loaded.salt)
+        check_fresh(pending, moved, loaded, loaded.known_fingerprint_key())
 
     # Drift: changed outside, against the verified record, in every format.
     drift = compute_drift(desired, moved, loaded)

@@ -14,3 +14,5 @@ DEFAULT_MAX_ARCHIVE_PERCENT = 30.0  # of one chatbot's active attributes (when i
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds for one whole attempt of a request
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # decoded; the largest real answer is far smaller
 DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight
+STATE_KEY_ENV = "BOTCTL_STATE_KEY"  # the state key: fingerprints and state encryption
+OLD_STATE_KEY_ENV = "BOTCTL_OLD_STATE_KEY"  # `state rekey`: the key the state was made under

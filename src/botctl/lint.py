@@ -37,6 +37,12 @@ UNKNOWN_MODEL = WarningCode(
     "unknown-model",
     "a settings model missing from botctl's list, accepted with --allow-unknown-models",
 )
+SHORT_SECRET = WarningCode(
+    "BC103",
+    "short-secret",
+    "a ${secret:VAR} value shorter than 8 characters: guessable from any fingerprint of it, "
+    "and too short to mask in free text without mangling other text",
+)
 OVERRIDES_SET = WarningCode(
     "BC201",
     "overrides-set",
@@ -76,9 +82,16 @@ UNMANAGEABLE_DECLARED = WarningCode(
     "the configuration declares an attribute the service holds outside the contract's rules "
     "(a name or type the contract does not have): botctl does not write it",
 )
+SALT_ONLY_STATE = WarningCode(
+    "BC305",
+    "salt-only-state",
+    "the state keeps fingerprints keyed with a salt stored in it (format 3): whoever can read "
+    "it can check guesses at its secrets, until `botctl state rekey`",
+)
 CODES: tuple[WarningCode, ...] = (
     ATTRIBUTE_NAME_STYLE,
     UNKNOWN_MODEL,
+    SHORT_SECRET,
     OVERRIDES_SET,
     UNUSED_SET,
     UNMATCHED_DEFAULTS,
@@ -86,6 +99,7 @@ CODES: tuple[WarningCode, ...] = (
     SENT_WHOLE,
     READ_REFUSED,
     UNMANAGEABLE_DECLARED,
+    SALT_ONLY_STATE,
 )
 _BY_WORD = {word: c for c in CODES for word in (c.code, c.name)}
 

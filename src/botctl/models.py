@@ -22,13 +22,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
 from botctl.resources.attributes import CustomAttribute, OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
 from botctl.resources.registry import kind_of, kinds
 from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.resources.settings import secret_location as settings_secret_location
-from botctl.sealing import Sealed, Secret
+from botctl.sealing import FingerprintKey, Sealed, Secret
+from botctl.values import net_worthy
 
 
 class BotSpec(BaseModel):
@@ -51,6 +53,8 @@ class BotSpec(BaseModel):
     # The ${secret:VAR}s this document resolved: masked wherever a plan is shown, kept in
     # files only as fingerprints (``botctl.sealing``).
     secrets: tuple[Secret, ...] = ()
+    # The whole strings of this document that resolved a ${secret:...} (as sent).
+    secret_texts: tuple[str, ...] = ()
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = Field(default_factory=dict)
 
@@ -63,7 +67,15 @@ class BotSpec(BaseModel):
 
     @property
     def secret_values(self) -> frozenset[str]:
-        return frozenset(secret.value for secret in self.secrets)
+        """What marks a secret in this document's values, for masking and sealing: each
+        secret, and for a secret too short for the substring net (``values.net_worthy``), the
+        whole strings of the document that hold it, which are masked where they stand."""
+        values = frozenset(secret.value for secret in self.secrets)
+        short = values - set(net_worthy(values))
+        if not short:
+            return values
+        held = {text for text in self.secret_texts if any(secret in text for secret in short)}
+        return values | held
 
     def secret_locations(self) -> set[str]:
         """Where this document's values hold a secret, as ``State`` names them
@@ -188,10 +200,25 @@ class State:
     lineage: str | None = None  # None until the first write creates the file
     serial: int = 0
     bots: dict[str, BotRecord] = field(default_factory=dict)  # by chatbot id
-    # The lineage's key for fingerprints (hex); None until the state has one (a new state,
-    # or one read from a format without it, gets one when it is written).
+    # The lineage's salt for fingerprints (hex); None until the state has one (a new state,
+    # or one read from a format without it, gets one before it is written).
     salt: str | None = field(default=None, repr=False)
+    # Which state key the fingerprints were made under (``FingerprintKey.check``), as read.
+    key_check: str | None = None
+    # Read from format 3 with fingerprints keyed with the salt alone: kept so (and warned
+    # about) until ``botctl state rekey``.
+    legacy_keyed: bool = False
+    # The state key this run found for the state (``store.keys``): in memory only.
+    state_key: bytes | None = field(default=None, repr=False)
+    # Where the state key may come from, for messages (``KeySource.hint``).
+    key_hint: str = field(default="set BOTCTL_STATE_KEY", repr=False)
+    # Stored encrypted (``store.crypt``): written encrypted again. ``cipher`` is the key and
+    # parameters it was read or is written with (in memory only).
+    encrypted: bool = False
+    cipher: object | None = field(default=None, repr=False)
     outdated: bool = False  # read from an older format: rewritten at the next write
+    # Warnings about the state itself (coded), for the commands that read it to show.
+    warnings: list[str] = field(default_factory=list)
     # What this run knows must never be written in clear: secret values, and per chatbot the
     # locations where its configuration holds one (see ``protect``). In memory only.
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
@@ -205,6 +232,34 @@ class State:
         self.secrets = self.secrets | frozenset(secrets)
         for chatbot_id, found in locations.items():
             self.secret_locations.setdefault(chatbot_id, set()).update(found)
+
+    @property
+    def has_sealed(self) -> bool:
+        """Whether any record holds a value known only by its fingerprint."""
+        return any(r.sealed_settings or r.sealed_attributes for r in self.bots.values())
+
+    def known_fingerprint_key(self) -> FingerprintKey | None:
+        """The key of this state's fingerprints when it can be known: None before the state
+        has a salt, or when no state key was found (``store`` reads a state that holds
+        fingerprints only with its key)."""
+        if self.salt is None:
+            return None
+        if self.legacy_keyed:
+            return FingerprintKey(self.salt)
+        if self.state_key is None:
+            return None
+        return FingerprintKey(self.salt, self.state_key)
+
+    def fingerprint_key(self) -> FingerprintKey:
+        """The key of this state's fingerprints. The salt is made before anything is written
+        (``store``); the state key must have been found (``store.keys``)."""
+        if self.salt is None:
+            raise StateError("internal: the state has no salt yet")
+        if self.legacy_keyed:
+            return FingerprintKey(self.salt)
+        if self.state_key is None:
+            raise StateError(f"the state's fingerprints need the state key: {self.key_hint}")
+        return FingerprintKey(self.salt, self.state_key)
 
     def record_for(self, chatbot_id: str) -> BotRecord | None:
         return self.bots.get(chatbot_id)

@@ -11,12 +11,12 @@ job, showing it ``render``'s.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
-from botctl.sealing import Secret
-from botctl.values import JsonValue
+from botctl.sealing import FingerprintKey, Secret
+from botctl.values import JsonValue, net_worthy
 
 # "reassert": a value botctl cannot read back, sent again as last applied (`--reassert`).
 Action = Literal["create", "update", "archive", "unarchive", "reassert"]
@@ -205,8 +205,13 @@ class Plan:
     # shown; a plan file keeps where each goes in a request, never its value.
     secrets: frozenset[Secret] = frozenset()
     # The key of the fingerprints of the state the plan was made against, when that state
-    # keeps one (a plan file's fingerprints then use it). Never written to a plan file.
-    state_salt: str | None = field(default=None, repr=False)
+    # has a salt and its key is known (a plan file's fingerprints then use it); and the state
+    # key itself (a plan made without such a state keys its own salt with it). Never written.
+    fingerprints: FingerprintKey | None = field(default=None, repr=False, compare=False)
+    state_key: bytes | None = field(default=None, repr=False, compare=False)
+    # The cipher of a state encrypted at rest (``store.crypt.Cipher``): a saved plan follows
+    # the state's setting. Never written.
+    state_cipher: object | None = field(default=None, repr=False, compare=False)
     # Chatbots of the configuration the service does not list: an error for each, while the
     # others are planned as usual.
     missing: tuple[BotRef, ...] = ()
@@ -237,7 +242,19 @@ class Plan:
 
     @property
     def secret_values(self) -> frozenset[str]:
-        return frozenset(secret.value for secret in self.secrets)
+        """Each secret, and for one too short for the substring net, the whole strings of
+        the requests that hold it (masked where they stand, as ``BotSpec.secret_values``)."""
+        values = frozenset(secret.value for secret in self.secrets)
+        short = values - set(net_worthy(values))
+        if not short:
+            return values
+        held = {
+            text
+            for op in self.operations
+            for text in _strings(op.body)
+            if any(secret in text for secret in short)
+        }
+        return values | held
 
     @property
     def empty(self) -> bool:
@@ -329,3 +346,14 @@ def unmanageable_document(unmanageable: Unmanageable) -> dict[str, Any]:
         "name": unmanageable.name,
         "reason": unmanageable.reason,
     }
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    return []

@@ -2,11 +2,19 @@
 
 A value the configuration marks ``${secret:VAR}`` is resolved into memory, where botctl needs
 it to send it and to compare it, and is shown masked everywhere (``values.mask_secrets``). The
-state file and saved plans hold, in its place, a fingerprint: HMAC-SHA256 of the value keyed
-with a random salt. The salt belongs to one state history (its lineage) and is kept in the
+state file and saved plans hold, in its place, a fingerprint: HMAC-SHA256 of the value under a
+``FingerprintKey``. That key is derived (scrypt) from the *state key*, a secret that is never
+written where the state goes (``BOTCTL_STATE_KEY``, or a key file beside a local state: see
+``store.keys``), and the random salt of one state history (its lineage), which is kept in the
 state; a plan made without such a state carries a salt of its own. Equal values have equal
-fingerprints under one salt, which is all a comparison needs; a fingerprint alone never gives
-the value back, and without the salt it cannot even be checked against a guess.
+fingerprints under one key, which is all a comparison needs; a fingerprint never gives the
+value back, and without the state key it cannot even be checked against a guess. The state
+records a *key check* (``FingerprintKey.check``) so that a run under another key is an error,
+never "every secret changed".
+
+States of format 3 keyed their fingerprints with the salt alone (``FingerprintKey(salt,
+None)``): whoever reads such a state can check guesses. They are still read (with a warning)
+until ``botctl state rekey`` moves them under a state key.
 
 In files a fingerprinted value is written where the value would be, as ``{"$sealed":
 "hmac-sha256:<hex>"}``; in memory it is a ``Sealed``. A saved plan's request bodies hold, for
@@ -16,16 +24,17 @@ the pieces to put together again from the environment when the plan is applied.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import re
 import secrets as _random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from botctl.values import SECRET_MASK, JsonValue, mask_secrets
+from botctl.values import MIN_MASKED_LENGTH, SECRET_MASK, JsonValue, mask_secrets
 
 SEALED_KEY = "$sealed"
 SECRET_KEY = "$secret"
@@ -48,42 +57,90 @@ class Secret:
         return f"Secret(${self.variable})"
 
 
+# scrypt's cost for deriving a fingerprint key from the state key: ~40 ms once per run, and as
+# much per guess of a state key chosen by a person (a generated one cannot be guessed).
+SCRYPT_N = 2**14
+SCRYPT_R = 8
+SCRYPT_P = 1
+_KEY_CHECK_MESSAGE = b"botctl state key check"
+
+
+@dataclass(frozen=True)
+class FingerprintKey:
+    """The key of one file's fingerprints: the lineage's ``salt`` (hex, kept in the state) and
+    the state key (never kept there). ``state_key`` None: the salt alone (format 3, legacy)."""
+
+    salt: str
+    state_key: bytes | None = field(default=None, repr=False)
+
+    @property
+    def legacy(self) -> bool:
+        return self.state_key is None
+
+    @property
+    def hmac_key(self) -> bytes:
+        if self.state_key is None:
+            return bytes.fromhex(self.salt)
+        return _derive(self.state_key, self.salt)
+
+    @property
+    def check(self) -> str | None:
+        """What the state records to tell the key it was made under (None when legacy): an
+        HMAC of a constant, which says nothing of any secret."""
+        if self.state_key is None:
+            return None
+        return hmac.new(self.hmac_key, _KEY_CHECK_MESSAGE, hashlib.sha256).hexdigest()
+
+    def fingerprint(self, value: JsonValue) -> str:
+        """HMAC-SHA256 of ``value``'s canonical JSON under this key."""
+        canonical = json.dumps(
+            encode(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        return FINGERPRINT_PREFIX + hmac.new(self.hmac_key, canonical, hashlib.sha256).hexdigest()
+
+    def seal(self, value: JsonValue) -> Sealed:
+        return Sealed(self.fingerprint(value))
+
+
+@functools.lru_cache(maxsize=16)
+def _derive(state_key: bytes, salt: str) -> bytes:
+    return hashlib.scrypt(
+        state_key,
+        salt=b"botctl fingerprints\0" + bytes.fromhex(salt),
+        n=SCRYPT_N,
+        r=SCRYPT_R,
+        p=SCRYPT_P,
+        dklen=32,
+    )
+
+
 @dataclass(frozen=True)
 class Sealed:
-    """A value botctl keeps only as its fingerprint (under the salt of the file it is in)."""
+    """A value botctl keeps only as its fingerprint (under the key of the file it is in)."""
 
     fingerprint: str
 
-    def matches(self, value: JsonValue, salt: str) -> bool:
+    def matches(self, value: JsonValue, key: FingerprintKey) -> bool:
         """Whether ``value`` (clear, or itself sealed) is the value this was made from."""
         if isinstance(value, Sealed):
             return value == self
-        return value is not None and hmac.compare_digest(fingerprint(salt, value), self.fingerprint)
+        return value is not None and hmac.compare_digest(key.fingerprint(value), self.fingerprint)
 
 
 def new_salt() -> str:
     return _random.token_hex(32)
 
 
-def fingerprint(salt: str, value: JsonValue) -> str:
-    """HMAC-SHA256 of ``value``'s canonical JSON, keyed with ``salt`` (hex)."""
-    canonical = json.dumps(
-        encode(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode()
-    digest = hmac.new(bytes.fromhex(salt), canonical, hashlib.sha256).hexdigest()
-    return FINGERPRINT_PREFIX + digest
-
-
-def seal(salt: str, value: JsonValue) -> Sealed:
-    return Sealed(fingerprint(salt, value))
-
-
 def holds_secret(value: JsonValue, secrets: frozenset[str]) -> bool:
-    """Whether any string in ``value`` contains one of ``secrets``."""
+    """Whether any string in ``value`` is one of ``secrets`` or contains one long enough for
+    the substring net (a shorter one would be found in unrelated text: the whole values that
+    hold it are among ``secrets``, see ``models.BotSpec.secret_values``)."""
     if not secrets:
         return False
     if isinstance(value, str):
-        return any(secret in value for secret in secrets)
+        return value in secrets or any(
+            secret in value for secret in secrets if len(secret) >= MIN_MASKED_LENGTH
+        )
     if isinstance(value, list | tuple):
         return any(holds_secret(item, secrets) for item in value)
     if isinstance(value, Mapping):
@@ -174,7 +231,7 @@ def sealed_of(value: JsonValue) -> Sealed | None:
 @dataclass(frozen=True)
 class SecretRef:
     """A secret a saved plan's request needs: the variable it was resolved from, and the
-    fingerprint of its value then (under the plan file's salt)."""
+    fingerprint of its value then (under the plan file's key)."""
 
     variable: str
     fingerprint: str
@@ -184,7 +241,7 @@ class SecretRef:
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def seal_strings(value: JsonValue, secrets: Iterable[Secret], salt: str) -> JsonValue:
+def seal_strings(value: JsonValue, secrets: Iterable[Secret], key: FingerprintKey) -> JsonValue:
     """``value`` (a request body) with every string that holds a secret as ``{"$secret":
     pieces}``: its literal text, and for each secret in it the variable and the fingerprint."""
     secrets = tuple(secrets)
@@ -194,20 +251,20 @@ def seal_strings(value: JsonValue, secrets: Iterable[Secret], salt: str) -> Json
         pieces = split(value, secrets)
         if all(isinstance(piece, str) for piece in pieces):
             return value
-        return {SECRET_KEY: [_piece_document(piece, salt) for piece in pieces]}
+        return {SECRET_KEY: [_piece_document(piece, key) for piece in pieces]}
     if isinstance(value, list | tuple):
-        return [seal_strings(item, secrets, salt) for item in value]
+        return [seal_strings(item, secrets, key) for item in value]
     if isinstance(value, Mapping):
-        return {key: seal_strings(item, secrets, salt) for key, item in value.items()}
+        return {name: seal_strings(item, secrets, key) for name, item in value.items()}
     return value
 
 
-def _piece_document(piece: str | Secret, salt: str) -> JsonValue:
+def _piece_document(piece: str | Secret, key: FingerprintKey) -> JsonValue:
     if isinstance(piece, str):
         return piece
     document: dict[str, JsonValue] = {
         "variable": piece.variable,
-        "fingerprint": fingerprint(salt, piece.value),
+        "fingerprint": key.fingerprint(piece.value),
     }
     if piece.defaulted:
         document["default"] = True

@@ -17,6 +17,17 @@ from urllib.parse import quote, quote_plus
 JsonValue = Any  # a value as it appears in JSON: str, int, float, bool, None, list, dict
 
 SECRET_MASK = "(secret)"
+# The substring net: a secret is masked by its text wherever it appears in text only when it
+# is at least this long. A shorter one ("1", a PIN) would mangle other text (a URL, a version)
+# if masked there; it is masked where it stands instead, as the whole value that holds it
+# (``models.BotSpec.secret_values``), and warned about (BC103).
+MIN_MASKED_LENGTH = 8
+
+
+def net_worthy(secrets: Iterable[str]) -> list[str]:
+    """The secrets long enough for the substring net (see ``MIN_MASKED_LENGTH``)."""
+    return [secret for secret in secrets if len(secret) >= MIN_MASKED_LENGTH]
+
 
 # Numbers read back from the service may come from single-precision storage (0.2 reads back
 # as 0.2000000029802322): closer than this, two numbers are the same setting.
@@ -82,7 +93,9 @@ def mask_secrets(value: JsonValue, secrets: frozenset[str]) -> JsonValue:
     if not secrets:
         return value
     if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
+        if value in secrets:  # a secret, or a whole value that holds one: where it stands
+            return SECRET_MASK
+        for secret in sorted(net_worthy(secrets), key=len, reverse=True):
             value = value.replace(secret, SECRET_MASK)
         return value
     if isinstance(value, list | tuple):
@@ -117,8 +130,24 @@ def mask_secrets_in_text(text: str, secrets: Iterable[str]) -> str:
     """A message for people (a validation error, a read-back warning) with every spelling of
     each secret (``secret_forms``) as ``(secret)``: the message may quote a value that holds
     one, escaped."""
-    forms = sorted({form for secret in secrets for form in secret_forms(secret)}, key=len)
+    secrets = list(secrets)
+    forms = sorted(
+        {form for secret in net_worthy(secrets) for form in secret_forms(secret)}, key=len
+    )
     for form in reversed(forms):
         if form in text:
             text = text.replace(form, SECRET_MASK)
+    return mask_quoted(text, secrets)
+
+
+def mask_quoted(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each secret too short for the substring net masked where it stands as a
+    whole quoted value (``"1234"``, ``'1234'``, as JSON or Python quote one): never inside
+    other words."""
+    for secret in secrets:
+        if len(secret) >= MIN_MASKED_LENGTH or not secret:
+            continue
+        for quoted in {json.dumps(secret), json.dumps(secret, ensure_ascii=False), repr(secret)}:
+            if quoted in text:
+                text = text.replace(quoted, quoted[0] + SECRET_MASK + quoted[-1])
     return text

@@ -217,7 +217,11 @@ def test_secrets_are_masked_in_changes_but_not_in_operations() -> None:
     plan = compute_plan(desired(spec), Live(), State())
     assert "s3cr3t" not in str(plan.to_document())
     assert plan.operations[0].body["instructions"] == "token s3cr3t here"
-    assert mask_secrets(["a s3cr3t"], frozenset({"s3cr3t"})) == ["a (secret)"]
+    assert next(plan.changes())[1].after == "(secret)"  # short: masked where it stands, whole
+    # The substring net: a secret of 8 characters or more, wherever it is in text...
+    assert mask_secrets(["a s3cr3t-t0k"], frozenset({"s3cr3t-t0k"})) == ["a (secret)"]
+    # ...and not a shorter one, which would mangle other text; it is masked where it stands.
+    assert mask_secrets(["v1.2", "1"], frozenset({"1"})) == ["v1.2", "(secret)"]
 
 
 def test_plan_is_deterministic_whatever_the_order() -> None:

@@ -13,10 +13,12 @@ from botctl.reconcile.diff import compute_plan
 from botctl.reconcile.drift import compute_drift
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
-from botctl.sealing import Secret, seal
+from botctl.sealing import FingerprintKey, Secret
 from tests.factories import bot, desired, live, live_bot
 
 SALT = "5a" * 32
+STATE_KEY = b"a state key for tests"
+KEY = FingerprintKey(SALT, STATE_KEY)
 NEW, OLD = "n3w-t0ken", "0ld-t0ken"
 
 
@@ -25,12 +27,12 @@ def sealed_state(instructions: str, label: str | None = None) -> State:
     record = BotRecord(
         bot="support",
         settings=ChatbotSettings(name="Bot"),
-        sealed_settings={"instructions": seal(SALT, instructions)},
+        sealed_settings={"instructions": KEY.seal(instructions)},
     )
     if label is not None:
         record.attributes["tier"] = CustomAttribute(name="tier", type="text")
-        record.sealed_attributes["tier"] = {"label": seal(SALT, label)}
-    return State(lineage="L", serial=2, salt=SALT, bots={"bot-1": record})
+        record.sealed_attributes["tier"] = {"label": KEY.seal(label)}
+    return State(lineage="L", serial=2, salt=SALT, state_key=STATE_KEY, bots={"bot-1": record})
 
 
 def spec(token: str = NEW, **extra: Any) -> Any:
@@ -100,8 +102,8 @@ def test_a_sealed_value_a_field_cannot_hold_as_a_stand_in_is_unknown() -> None:
     """``visibility`` takes public or private only: a sealed one that matches nothing cannot
     be compared at all, so its value is unknown, and sent."""
     declared = bot(settings={"visibility": "public"}, secrets=(Secret("public", "VIS"),))
-    record = BotRecord(bot="support", sealed_settings={"visibility": seal(SALT, "private")})
-    st = State(lineage="L", serial=2, salt=SALT, bots={"bot-1": record})
+    record = BotRecord(bot="support", sealed_settings={"visibility": KEY.seal("private")})
+    st = State(lineage="L", serial=2, salt=SALT, state_key=STATE_KEY, bots={"bot-1": record})
     plan = compute_plan(desired(declared), live(unreadable()), st)
     assert one_change(plan) == ("update", "unknown", None, "(secret)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from botctl.errors import PlanError, StalePlanError
 from botctl.plan import Plan
 from botctl.reconcile.diff import compute_plan
 from botctl.reconcile.freshness import resolve_secrets
-from botctl.sealing import Secret, fingerprint
+from botctl.sealing import FingerprintKey, Secret
 from botctl.store.planfile import (
     _checksum,
     plan_file_document,
@@ -34,6 +35,7 @@ def test_plan_file_roundtrip_is_exact() -> None:
 
 SECRETS = (Secret("s3cr3t-t0ken", "PROMPT_TOKEN"), Secret("fallback-pw", "OPT", defaulted=True))
 SALT = "cd" * 32
+STATE_KEY = b"a state key for tests"
 
 
 def secret_plan(state_salt: str | None = None) -> Plan:
@@ -51,6 +53,7 @@ def secret_plan(state_salt: str | None = None) -> Plan:
     )
     st = state(settings={"initialMessages": ["Hi", "pw: 0ld-pw"]})  # recorded by botctl 2
     st.salt = state_salt
+    st.state_key = STATE_KEY
     return compute_plan(desired(spec), live(observed), st)
 
 
@@ -70,22 +73,23 @@ def test_a_plan_file_never_holds_a_secret_and_applies_them_again(tmp_path: Path)
     assert instructions[2] == " carefully"
     assert ops["settings"]["body"]["initialMessages"][1]["$secret"][1] == {
         "variable": "OPT",
-        "fingerprint": fingerprint(data["salt"], "fallback-pw"),
+        "fingerprint": FingerprintKey(data["salt"], STATE_KEY).fingerprint("fallback-pw"),
         "default": True,
     }
     # A value read from the service where the configuration holds a secret: its fingerprint.
     relied = {(d["resource"], d["path"], d["source"]): d["value"] for d in data["depends_on"]}
     assert relied[("settings", "instructions", "service")] == {
-        "$sealed": fingerprint(data["salt"], "Use 0ld-t0ken carefully")
+        "$sealed": FingerprintKey(data["salt"], STATE_KEY).fingerprint("Use 0ld-t0ken carefully")
     }
     # A value taken from the state where the configuration holds a secret: likewise.
     assert relied[("settings", "initialMessages", "state")] == {
-        "$sealed": fingerprint(data["salt"], ["Hi", "pw: 0ld-pw"])
+        "$sealed": FingerprintKey(data["salt"], STATE_KEY).fingerprint(["Hi", "pw: 0ld-pw"])
     }
     saved = read_plan_file(path)
     environ = {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "fallback-pw"}
     assert saved.salt is not None
-    again = resolve_secrets(saved.plan, environ, saved.salt)
+    assert saved.key_check == FingerprintKey(saved.salt, STATE_KEY).check
+    again = resolve_secrets(saved.plan, environ, FingerprintKey(saved.salt, STATE_KEY))
     assert again.operations == plan.operations
     assert path.stat().st_mode & 0o777 == 0o600
 
@@ -97,7 +101,9 @@ def test_a_plan_of_a_state_with_a_salt_uses_it_and_never_writes_it() -> None:
     saved = plan_from_document(json.loads(json.dumps(data)))
     assert saved.salt is None
     with pytest.raises(StalePlanError, match=r"\$PROMPT_TOKEN"):
-        resolve_secrets(saved.plan, {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "x"}, "ef" * 32)
+        resolve_secrets(
+            saved.plan, {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "x"}, FingerprintKey("ef" * 32)
+        )
 
 
 @pytest.mark.parametrize(
@@ -182,3 +188,18 @@ def test_summary_counts_actions() -> None:
         "missing": 0,
         "operations": 4,
     }
+
+
+def test_a_plan_file_of_format_3_is_still_read_with_the_salt_alone() -> None:
+    """Plans saved before the state key (format 3): their fingerprints are keyed with the
+    salt alone, and still check the secrets they were made with."""
+    plan = secret_plan()
+    key = FingerprintKey(SALT)
+    data = plan_file_document(replace(plan, fingerprints=key))
+    del data["key_check"]
+    data.update(format_version=3, salt=SALT)
+    data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
+    saved = plan_from_document(json.loads(json.dumps(data)))
+    assert (saved.salt, saved.key_check) == (SALT, None)
+    environ = {"PROMPT_TOKEN": "s3cr3t-t0ken", "OPT": "fallback-pw"}
+    assert resolve_secrets(saved.plan, environ, key).operations == plan.operations

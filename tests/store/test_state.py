@@ -13,9 +13,9 @@ from botctl.errors import LockError, StateError
 from botctl.models import BotRecord, State
 from botctl.plan import BotRef, Operation, OperationKind
 from botctl.resources.settings import ChatbotSettings
-from botctl.sealing import fingerprint, seal
+from botctl.sealing import FingerprintKey
 from botctl.store.lock import StateLock, break_lock, lock_path_for
-from botctl.store.state import StateWriter, load_state, render_json, save_state, state_document
+from botctl.store.state import StateWriter, load_state, render_json, save_state, state_text
 from tests.factories import operation
 
 
@@ -151,7 +151,7 @@ def test_writer_rerenders_only_what_changed_and_writes_the_same_file(tmp_path: P
     writer.flush()
     writer.record(op(chatbot_id="bot-1", record={"name": "Renamed"}))
     writer.flush()
-    assert path.read_text() == render_json(state_document(existing)) + "\n"
+    assert path.read_text() == state_text(existing)
     loaded = load_state(path)
     assert loaded.bots["bot-1"].settings.json_fields == {"name": "Renamed"}
     assert loaded.bots["bot-2"].settings.json_fields == {"name": "N2", "temp": 0.5}
@@ -196,20 +196,29 @@ def test_a_secret_is_written_as_its_fingerprint_and_read_back_sealed(tmp_path: P
     text = path.read_text()
     assert SECRET not in text
     data = json.loads(text)
-    assert data["format_version"] == 3
-    salt = data["salt"]
+    assert data["format_version"] == 4
+    # The key of the fingerprints: a key file beside the local state (0600), never in it.
+    key_file = tmp_path / "state.json.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    state_key = key_file.read_text().strip().encode()
+    assert state_key.decode() not in text
+    key = FingerprintKey(data["salt"], state_key)
+    assert data["key_check"] == key.check
     record = data["bots"]["bot-1"]
-    assert record["settings"]["instructions"] == {"$sealed": fingerprint(salt, f"use {SECRET}")}
+    assert record["settings"]["instructions"] == {"$sealed": key.fingerprint(f"use {SECRET}")}
     assert record["settings"]["name"] == "Bot"  # no secret: in clear
-    assert record["attributes"]["tier"]["label"] == {"$sealed": fingerprint(salt, f"T {SECRET}")}
+    assert record["attributes"]["tier"]["label"] == {"$sealed": key.fingerprint(f"T {SECRET}")}
+    # The salt alone (as format 3 keyed them) does not give these fingerprints.
+    assert FingerprintKey(data["salt"]).fingerprint(f"use {SECRET}") not in text
+    salt = data["salt"]
     loaded = load_state(path)
     assert loaded.salt == salt
     assert not loaded.outdated
     rec = loaded.bots["bot-1"]
     assert rec.settings.json_fields == {"name": "Bot", "temp": 0.2}
-    assert rec.sealed_settings == {"instructions": seal(salt, f"use {SECRET}")}
+    assert rec.sealed_settings == {"instructions": key.seal(f"use {SECRET}")}
     assert rec.attributes["tier"].label is None
-    assert rec.sealed_attributes == {"tier": {"label": seal(salt, f"T {SECRET}")}}
+    assert rec.sealed_attributes == {"tier": {"label": key.seal(f"T {SECRET}")}}
     # Written again without knowing the secret (another run): the fingerprints stay as they were.
     save_state(loaded, path)
     assert json.loads(path.read_text())["bots"] == data["bots"]
@@ -227,17 +236,18 @@ def test_an_operation_replaces_a_sealed_value_it_sends() -> None:
     st = State(salt="ab" * 32)
     st.bots["bot-1"] = load_record_with_sealed(st.salt or "")
     st.apply_operation(op(record={"styles": {"theme": "dark"}}))
-    assert st.bots["bot-1"].sealed_settings == {"instructions": seal("ab" * 32, "x")}
+    assert st.bots["bot-1"].sealed_settings == {"instructions": FingerprintKey("ab" * 32).seal("x")}
     st.apply_operation(op(record={"instructions": "plain"}))
     assert st.bots["bot-1"].sealed_settings == {}
     assert st.bots["bot-1"].settings.json_fields["instructions"] == "plain"
 
 
 def load_record_with_sealed(salt: str) -> BotRecord:
+    key = FingerprintKey(salt)
     return BotRecord(
         bot="support",
         settings=ChatbotSettings(name="N"),
-        sealed_settings={"instructions": seal(salt, "x"), "styles.displayName": seal(salt, "y")},
+        sealed_settings={"instructions": key.seal("x"), "styles.displayName": key.seal("y")},
     )
 
 
@@ -303,3 +313,37 @@ def test_a_malformed_sealed_state_names_the_place(
     path.write_text(json.dumps(data))
     with pytest.raises(StateError, match=message):
         load_state(path)
+
+
+def test_a_sealed_state_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One parse of the text, the sealed values taken in place by the record's validator (a
+    state that holds a secret was parsed, dumped and parsed again before)."""
+    from pydantic_core import from_json as parse
+
+    from botctl.store import stateformat
+
+    path = tmp_path / "state.json"
+    save_state(secret_state(), path)
+    calls: list[int] = []
+
+    def counting(text: Any) -> Any:
+        calls.append(1)
+        return parse(text)
+
+    monkeypatch.setattr(stateformat, "from_json", counting)
+    loaded = load_state(path)
+    assert calls == [1]
+    assert set(loaded.bots["bot-1"].sealed_settings) == {"instructions"}
+
+
+def test_the_salt_is_made_before_writing_not_by_rendering(tmp_path: Path) -> None:
+    from botctl.errors import StateError as Refused
+    from botctl.store.state import state_text as render
+
+    st = secret_state()
+    with pytest.raises(Refused, match="salt"):
+        render(st)  # rendering makes nothing: the writer's preparation does
+    assert st.salt is None
+    save_state(st, tmp_path / "state.json")
+    assert st.salt is not None
+    assert render(st) == (tmp_path / "state.json").read_text()

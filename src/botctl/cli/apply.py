@@ -77,11 +77,10 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
       botctl apply --plan plan.json            # exactly what was reviewed, or nothing
       botctl apply bots/ --reassert --auto-approve   # nightly: heal write-only settings
     """
-    from botctl.pipeline.flows import run_apply
+    from botctl.pipeline.flows import read_saved_plan, run_apply
     from botctl.reconcile.apply import Stop, StopEvent
     from botctl.reconcile.diff import missing_error
     from botctl.render import render_plan
-    from botctl.store.planfile import read_plan_file
 
     saved = None
     if plan_file is not None:
@@ -90,9 +89,10 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
                 "apply --plan takes no PATH, --target, -l or --exclude: the plan is applied "
                 "as reviewed"
             )
-        saved = read_plan_file(plan_file)
         params["paths"] = (plan_file,)
     ws = workspace(params)
+    if plan_file is not None:
+        saved = read_saved_plan(plan_file, ws.state_path)
     colour = colour_enabled()
     declined: list[bool] = []
 

@@ -178,6 +178,15 @@ STATE = click.option(
     "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE; default: "
     f"{DEFAULT_STATE_PATH}, {_PROJECT_NOTE} state].",
 )
+STATE_ENCRYPTION = click.option(
+    "--state-encryption",
+    type=click.Choice(["none", "passphrase"]),
+    envvar="BOTCTL_STATE_ENCRYPTION",
+    help="passphrase: keep a new state (and plans saved against it) encrypted at rest, "
+    "AES-256-GCM under a key derived (scrypt) from BOTCTL_STATE_KEY. An existing state keeps "
+    "its own setting (`botctl state migrate --state-encryption` changes it) [env "
+    "BOTCTL_STATE_ENCRYPTION; default: as the state is, else none].",
+)
 API_URL = click.option(
     "--api-url",
     envvar="BOTCTL_API_URL",
@@ -280,6 +289,7 @@ service_options = stack(
         "chatbots of the configuration are created there on first use.",
     ),
     STATE,
+    STATE_ENCRYPTION,
     click.option(
         "--no-reads",
         is_flag=True,
@@ -403,6 +413,7 @@ def workspace(params: dict[str, Any]) -> Workspace:
         paths=paths,
         environ=os.environ,
         state_path=params["state_path"],
+        state_encryption=params.get("state_encryption"),
         service=ServiceOptions(
             api_url=params["api_url"],
             sandbox=bool(params.get("sandbox")),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from botctl.cli.options import (
     workspace,
 )
 from botctl.errors import EXIT_CHANGES, EXIT_OK
+
+if TYPE_CHECKING:
+    from botctl.store.crypt import Cipher
 
 
 @click.command()
@@ -67,7 +70,7 @@ def plan(
 
     ws = workspace(params)
     with errors_as_annotations(fmt, "botctl plan"):
-        result = run_async(make_plan(ws))
+        result = run_async(make_plan(ws, saving=out is not None))
         if result.state_lineage is None:
             err(no_state_notice(ws.state_path))
         click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
@@ -75,9 +78,15 @@ def plan(
             write_comment(comment_out, render_plan_comment(result))
         enforce_safety(result, force=ws.force)
         if out is not None:
-            write_plan_file(result, out)
+            write_plan_file(result, out, cipher=_cipher(result.state_cipher))
             err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
         missing = missing_error(result)
         if missing is not None:
             raise missing
     return EXIT_CHANGES if detailed_exitcode and result.changed else EXIT_OK
+
+
+def _cipher(found: object | None) -> Cipher | None:
+    from botctl.store.crypt import Cipher
+
+    return found if isinstance(found, Cipher) else None

@@ -31,11 +31,20 @@ class Interpolator:
     secrets: set[Secret] = field(default_factory=set)  # resolved values marked secret
     # The secrets the last call resolved: where a secret may be used is the loader's rule.
     last_secrets: list[Secret] = field(default_factory=list)
+    # Every whole string that resolved a secret (masked where it stands when the secret is
+    # too short for the substring net: see ``values.MIN_MASKED_LENGTH``).
+    texts: set[str] = field(default_factory=set)
 
     def __call__(self, text: str) -> str:
         self.last_secrets = []
         if "$" not in text:
             return text
+        resolved = self._interpolate(text)
+        if self.last_secrets:
+            self.texts.add(resolved)
+        return resolved
+
+    def _interpolate(self, text: str) -> str:
         out: list[str] = []
         i = 0
         while i < len(text):

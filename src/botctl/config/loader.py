@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from botctl import lint
 from botctl.config.checks import disabled_codes
 from botctl.config.interpolate import (
     SECRET_PLACES,
@@ -28,7 +29,7 @@ from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocum
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
-from botctl.values import mask_secrets_in_text
+from botctl.values import MIN_MASKED_LENGTH, mask_secrets_in_text
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -146,10 +147,14 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
         )
         return None
     interpolate = Interpolator(environ)
+    short: dict[str, NodePath] = {}  # variable -> the first place its short value is used
 
     def secret_at(path: NodePath) -> None:
         if not may_hold_secret(path):
             found.add_early(doc.problem(path, SECRET_PLACES))
+        for secret in interpolate.last_secrets:
+            if len(secret.value) < MIN_MASKED_LENGTH:
+                short.setdefault(secret.variable, path)
 
     data = interpolate_tree(
         doc.value,
@@ -157,6 +162,16 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
         lambda path, message: found.add_early(doc.problem(path, message)),
         on_secret=secret_at,
     )
-    source = Source(doc, data, frozenset(interpolate.secrets))
+    source = Source(doc, data, frozenset(interpolate.secrets), frozenset(interpolate.texts))
     source.disabled = disabled_codes(source, found)
+    for variable, path in short.items():
+        found.warn(
+            source,
+            lint.SHORT_SECRET,
+            path,
+            f"${{secret:{variable}}} is shorter than {MIN_MASKED_LENGTH} characters: a value "
+            "that short is guessable by whoever holds the state key and a fingerprint of it, "
+            "and it is masked only where it stands (in text it would mangle other words); "
+            "use a longer secret",
+        )
     return source

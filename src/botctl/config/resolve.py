@@ -420,9 +420,9 @@ class _Resolver:
         for pattern, origin in ignored:
             first.setdefault(pattern, origin)
         spec_model = document.spec
-        secrets = source.secrets.union(
-            *(e.source.secrets for e in applied), *(s.source.secrets for s in included)
-        )
+        sources = (source, *(e.source for e in applied), *(s.source for s in included))
+        secrets = frozenset().union(*(s.secrets for s in sources))
+        secret_texts = frozenset().union(*(s.secret_texts for s in sources))
         bot = BotSpec(
             name=document.metadata.name,
             chatbot_id=spec_model.chatbotId,
@@ -435,6 +435,7 @@ class _Resolver:
             max_archive_percent=spec_model.safety.maxArchivePercent if spec_model.safety else None,
             source=f"{source.doc.file}:{source.doc.start[0]}",
             secrets=tuple(sorted(secrets, key=lambda s: (s.variable, s.value))),
+            secret_texts=tuple(sorted(secret_texts)),
         )
         return ResolvedBot(
             spec=bot,

@@ -19,6 +19,7 @@ class Source:
     doc: LocatedDocument
     data: dict[str, Any]  # the document's values, ${VAR}s interpolated
     secrets: frozenset[Secret] = frozenset()  # its ${secret:...}s, resolved
+    secret_texts: frozenset[str] = frozenset()  # the whole strings that resolved one
     disabled: frozenset[str] = frozenset()  # warning codes its spec.lint.disable silences
 
     @property

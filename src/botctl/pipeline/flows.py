@@ -17,6 +17,7 @@ from botctl.errors import (
     ReadsUnavailable,
     ServiceError,
     StalePlanError,
+    StateError,
     StateWriteError,
 )
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
@@ -34,14 +35,18 @@ from botctl.reconcile.freshness import (
 )
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
+from botctl.sealing import FingerprintKey
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
 from botctl.service.live import read_live, refused_read_notes
 from botctl.service.options import ServiceOptions
+from botctl.store import crypt
+from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.files import write_new_files
+from botctl.store.keys import StateKeyError, ensure_key, find_key
 from botctl.store.lock import StateLock
-from botctl.store.planfile import SavedPlan
+from botctl.store.planfile import SavedPlan, read_plan_file
 from botctl.store.state import StateWriter, load_state, read_state, save_state
 
 
@@ -73,11 +78,70 @@ async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str
         return live, tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
 
 
-async def make_plan(ws: Workspace) -> Plan:
+async def make_plan(ws: Workspace, *, saving: bool = False) -> Plan:
+    """The plan; ``saving``: it will be written to a file (``plan --out``), whose
+    fingerprints need the state key (a local state's key file is created then)."""
     desired = load(ws)
-    state = load_state(ws.state_path)
+    with open_backend(ws.state_path) as backend:
+        state = load_state(backend)
+        _choose_encryption(state, ws, backend)
+        _require_key(state, desired, backend, create=saving)
     live, notes = await _read(ws, desired.bots)
-    return _compute_plan(desired, live, state, ws, notes)
+    plan = _compute_plan(desired, live, state, ws, notes + tuple(state.warnings))
+    if saving and state.encrypted:
+        if not isinstance(state.cipher, crypt.Cipher):
+            assert state.state_key is not None  # _choose_encryption found or made it
+            state.cipher = crypt.derive(state.state_key)
+        plan = replace(plan, state_cipher=state.cipher)
+    return plan
+
+
+def _choose_encryption(state: State, ws: Workspace, backend: StateBackend) -> None:
+    """--state-encryption: how a new state is kept (and the plans saved against it). An
+    existing state keeps its own setting; asking for the other is an error saying how to
+    change it."""
+    wanted = ws.state_encryption
+    if wanted is None:
+        return
+    encrypt = wanted == "passphrase"
+    if state.lineage is not None and state.encrypted != encrypt:
+        now = "encrypted at rest" if state.encrypted else "not encrypted"
+        raise StateError(
+            f"--state-encryption {wanted}: the state at {backend.where} is {now}, and this "
+            f"option only chooses for a new state; `botctl state migrate --state-encryption "
+            f"{wanted}` changes it"
+        )
+    if encrypt and not state.encrypted:
+        state.encrypted = True
+        if state.state_key is None:
+            found = ensure_key(find_key(backend))
+            state.state_key, state.key_hint = found.key, found.hint()
+
+
+def read_saved_plan(path: Path, state_path: StateLocation) -> SavedPlan:
+    """A plan file; one encrypted at rest is opened with the state's key."""
+
+    def key_of() -> tuple[bytes | None, str]:
+        with open_backend(state_path) as backend:
+            source = find_key(backend)
+        return source.key, source.hint()
+
+    return read_plan_file(path, key_of)
+
+
+def _require_key(state: State, desired: Desired, backend: StateBackend, *, create: bool) -> None:
+    """A configuration with ``${secret:}`` needs the state key: required from the start with a
+    shared backend (its readers must not hold it); a local state's key file is made when a
+    fingerprint is first written (``create``: now)."""
+    if state.state_key is not None or state.legacy_keyed:
+        return
+    if not any(bot.secrets for bot in desired.bots):
+        return
+    source = find_key(backend)
+    if source.file is not None and not create:
+        return
+    found = ensure_key(source)
+    state.state_key, state.key_hint = found.key, found.hint()
 
 
 def _compute_plan(
@@ -92,10 +156,14 @@ def _compute_plan(
 
 async def make_drift(ws: Workspace) -> DriftReport:
     desired = load(ws)
-    state = load_state(ws.state_path)
+    with open_backend(ws.state_path) as backend:
+        state = load_state(backend)
+        _choose_encryption(state, ws, backend)
+        _require_key(state, desired, backend, create=False)
     live, notes = await _read(ws, desired.bots)
     with collector_paused():
         report = compute_drift(desired, live, state)
+    notes += tuple(state.warnings)
     warnings = lint.without_disabled(report.warnings + notes, ws.disabled_warnings)
     return replace(report, warnings=warnings)
 
@@ -127,18 +195,23 @@ async def run_apply(
     ):
         stored = read_state(backend)
         state = stored.state
+        _choose_encryption(state, ws, backend)
+        if saved is not None and saved.encrypted and state.lineage is None:
+            _choose_encryption(state, replace(ws, state_encryption="passphrase"), backend)
         if desired is not None:
+            _require_key(state, desired, backend, create=False)
             _protect(state, ws, desired)
         # A saved plan's secrets first: the reads must be traced (--debug) with them masked.
         opened = _open_saved(saved, state, ws) if saved is not None else None
         async with connect(_refs(bots), ws.environ, _service(ws, bots)) as clients:
             live = await read_live(bots, clients, concurrency=ws.parallelism)
             if opened is not None:
-                plan, salt = opened
-                check_fresh(plan, live, state, salt)
+                plan, key = opened
+                check_fresh(plan, live, state, key)
             else:
                 assert desired is not None
-                plan = _compute_plan(desired, live, state, ws, refused_read_notes(clients))
+                read_notes = (*refused_read_notes(clients), *state.warnings)
+                plan = _compute_plan(desired, live, state, ws, read_notes)
             show(plan)
             missing = missing_error(plan)
             if missing is not None and not ws.skip_missing:
@@ -182,21 +255,35 @@ def _protect(state: State, ws: Workspace, desired: Desired) -> None:
     state.protect(ws.secrets, {bot.chatbot_id: bot.secret_locations() for bot in desired.bots})
 
 
-def _open_saved(saved: SavedPlan, state: State, ws: Workspace) -> tuple[Plan, str]:
+def _open_saved(saved: SavedPlan, state: State, ws: Workspace) -> tuple[Plan, FingerprintKey]:
     """The saved plan with its requests whole, if it is of this state's history and its
     secrets are as they were (taken from the environment again); and the key of its
     fingerprints, for ``check_fresh`` once the service is read."""
     check_history(saved.plan, state)
-    salt = saved.salt or (None if state.outdated else state.salt)
+    salt = saved.salt or state.salt
     if salt is None:
         raise StalePlanError(
-            "the state no longer holds the key of the plan's fingerprints (it was replaced by "
-            "an older copy); make a new plan"
+            "the state no longer holds the salt of the plan's fingerprints (it was replaced "
+            "by an older copy); make a new plan"
         )
-    plan = resolve_secrets(saved.plan, ws.environ, salt)
+    if saved.key_check is None:
+        key = FingerprintKey(salt)  # a plan made against a state of format 3
+    else:
+        if state.state_key is None:
+            raise StateKeyError(
+                f"the plan's fingerprints were made under a state key, and none is set: "
+                f"{state.key_hint}"
+            )
+        key = FingerprintKey(salt, state.state_key)
+        if key.check != saved.key_check:
+            raise StalePlanError(
+                "the plan's fingerprints were made under another state key than the one set "
+                f"now ({state.key_hint}); make a new plan"
+            )
+    plan = resolve_secrets(saved.plan, ws.environ, key)
     ws.secrets.update(plan.secret_values)
     state.protect(plan.secret_values, {})
-    return plan, salt
+    return plan, key
 
 
 async def apply_unattended(
@@ -301,6 +388,8 @@ async def run_refresh(ws: Workspace) -> RefreshOutcome:
     ):
         stored = read_state(backend)
         state = stored.state
+        _choose_encryption(state, ws, backend)
+        _require_key(state, desired, backend, create=False)
         _protect(state, ws, desired)
         live, _ = await _read(ws, desired.bots)
         writer = StateWriter(state, backend, version=stored.version, command="refresh")

@@ -24,6 +24,8 @@ class Workspace:
     paths: Sequence[Path]
     environ: Mapping[str, str]
     state_path: StateLocation = DEFAULT_STATE_PATH  # a path, or a git+ / s3:// URL
+    # --state-encryption: "passphrase" or "none" for a new state; None: as the state is.
+    state_encryption: str | None = None
     service: ServiceOptions = field(default_factory=ServiceOptions)
     selection: Selection = field(default_factory=Selection)
     allow_unknown_models: bool = False

@@ -18,6 +18,7 @@ from botctl.reconcile.safety import SafetyPolicy, safety_violations
 from botctl.reconcile.sealed import recorded_view
 from botctl.resources.base import BotPlan
 from botctl.resources.registry import kind_of, kinds
+from botctl.sealing import FingerprintKey
 
 
 def compute_plan(
@@ -66,7 +67,8 @@ def compute_plan(
         ),
         state_serial=state.serial if state.lineage else None,
         state_lineage=state.lineage,
-        state_salt=state.salt if state.lineage and not state.outdated else None,
+        fingerprints=_plan_key(state),
+        state_key=state.state_key,
         warnings=(*desired.warnings, *(w for part in parts for w in part.warnings)),
         bots=tuple(bot.ref for bot in desired.bots),
         secrets=frozenset(secret for bot in desired.bots for secret in bot.secrets),
@@ -99,13 +101,21 @@ def missing_error(plan: Plan) -> PlanError | None:
     )
 
 
+def _plan_key(state: State) -> FingerprintKey | None:
+    """The key of the fingerprints of the state the plan is made against (a plan file's
+    fingerprints then use it), when the state has a salt and its key is known."""
+    return state.known_fingerprint_key() if state.lineage is not None else None
+
+
 def plan_bot(bot: BotSpec, live: LiveBot | None, state: State, *, reassert: bool) -> BotPlan:
     """One chatbot's part of the plan: each resource kind plans its own slice."""
     out = BotPlan()
     if live is not None and not live.exists:
         out.missing = True
         return out
-    record = recorded_view(state.record_for(bot.chatbot_id), bot, live, state.salt)
+    record = recorded_view(
+        state.record_for(bot.chatbot_id), bot, live, state.known_fingerprint_key()
+    )
     ref, secrets = bot.ref, bot.secret_values
     for kind in kinds():
         kind.plan(ref, bot, live, record, secrets=secrets, reassert=reassert, out=out)

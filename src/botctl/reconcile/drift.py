@@ -206,7 +206,9 @@ def compute_drift(desired: Desired, live: Live, state: State) -> DriftReport:
     for bot, change in plan.changes():
         spec = specs[bot.chatbot_id]
         seen = live.bots.get(bot.chatbot_id)
-        record = recorded_view(state.record_for(bot.chatbot_id), spec, seen, state.salt)
+        record = recorded_view(
+            state.record_for(bot.chatbot_id), spec, seen, state.known_fingerprint_key()
+        )
         item = _classify(spec, change, live, record)
         if item is not None:
             items.append(item)

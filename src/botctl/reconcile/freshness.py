@@ -18,7 +18,7 @@ from botctl.models import BotRecord, BotSpec, Live, LiveBot, State
 from botctl.plan import Dependency, Operation, Plan
 from botctl.reconcile.apply import ApplyReport
 from botctl.resources.registry import kind_of, kinds
-from botctl.sealing import Sealed, Secret, SecretRef, fingerprint, open_strings
+from botctl.sealing import FingerprintKey, Sealed, Secret, SecretRef, open_strings
 from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 
@@ -36,7 +36,7 @@ def state_premises(
     ]
 
 
-def resolve_secrets(plan: Plan, environ: Mapping[str, str], salt: str) -> Plan:
+def resolve_secrets(plan: Plan, environ: Mapping[str, str], key: FingerprintKey) -> Plan:
     """A saved plan with its requests whole again: each ``${secret:VAR}`` read from the
     environment, and checked against the fingerprint of the value the plan was made with.
     Refused, naming the variables, when one is unset or holds another value."""
@@ -49,7 +49,7 @@ def resolve_secrets(plan: Plan, environ: Mapping[str, str], salt: str) -> Plan:
         if not value:
             unset[ref.variable] = unset.get(ref.variable, False) or ref.defaulted
             return ""
-        if fingerprint(salt, value) != ref.fingerprint:
+        if key.fingerprint(value) != ref.fingerprint:
             moved.add(ref.variable)
         resolved[value] = Secret(value, ref.variable)
         return value
@@ -106,16 +106,16 @@ def check_history(plan: Plan, state: State) -> None:
         )
 
 
-def check_fresh(plan: Plan, live: Live, state: State, salt: str | None) -> None:
+def check_fresh(plan: Plan, live: Live, state: State, key: FingerprintKey | None) -> None:
     """Refuse a saved plan whose premises moved: the state's history, or any value it relied
-    on (read from the service or recorded in the state), saying what moved. ``salt``: the
-    key of the plan's fingerprints."""
+    on (read from the service or recorded in the state), saying what moved. ``key``: the key
+    of the plan's fingerprints."""
     check_history(plan, state)
     secrets = plan.secret_values
     moved: dict[str, list[str]] = {"service": [], "state": []}
     for dep in plan.depends_on:
         now = current_value(dep, live) if dep.source == "service" else recorded_value(dep, state)
-        if not _same(dep.value, now, salt):
+        if not _same(dep.value, now, key):
             before, after = _shown(dep, dep.value, secrets), _shown(dep, now, secrets)
             line = f"{dep.chatbot_id} {dep.resource} {dep.path}: {before} -> {after}"
             moved[dep.source].append(mask_secrets_in_text(line, secrets))
@@ -136,9 +136,9 @@ def check_fresh(plan: Plan, live: Live, state: State, salt: str | None) -> None:
     raise StalePlanError("\n".join(lines))
 
 
-def _same(relied_on: JsonValue, now: JsonValue, salt: str | None) -> bool:
+def _same(relied_on: JsonValue, now: JsonValue, key: FingerprintKey | None) -> bool:
     if isinstance(relied_on, Sealed):
-        return salt is not None and relied_on.matches(now, salt)
+        return key is not None and relied_on.matches(now, key)
     return same_value(relied_on, now)
 
 

@@ -15,16 +15,22 @@ from typing import Any
 
 from botctl.models import BotRecord, BotSpec, LiveBot
 from botctl.resources.registry import kinds
+from botctl.sealing import FingerprintKey
 
 
 def recorded_view(
-    record: BotRecord | None, spec: BotSpec, live: LiveBot | None, salt: str | None
+    record: BotRecord | None,
+    spec: BotSpec,
+    live: LiveBot | None,
+    key: FingerprintKey | None,
 ) -> BotRecord | None:
     """``record`` with every sealed value replaced (see the module's docstring): each kind
-    replaces its own (``ResourceKind.unseal``)."""
-    if record is None or salt is None:
+    replaces its own (``ResourceKind.unseal``). ``key``: the key of the state's fingerprints
+    (None when it has none to compare: no salt yet, or no state key, which ``store`` allows
+    only for a state without fingerprints)."""
+    if record is None or key is None:
         return record
     unsealed: dict[str, Any] = {}
     for kind in kinds():
-        unsealed.update(kind.unseal(record, spec, live, salt))
+        unsealed.update(kind.unseal(record, spec, live, key))
     return record.with_parts(unsealed) if unsealed else record

@@ -46,7 +46,7 @@ from botctl.plan import (
 from botctl.resources.base import BotPlan, known_value
 from botctl.resources.kind import Basis, MutableParts, Parts
 from botctl.resources.settings import known_fields
-from botctl.sealing import Sealed, holds_secret, mask_beside
+from botctl.sealing import FingerprintKey, Sealed, holds_secret, mask_beside
 from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
 
 AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
@@ -533,7 +533,10 @@ class AttributesKind:
             if holds_secret(value, secrets)
         }
 
-    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+    def unseal(
+        self, record: Parts, spec: Parts, live: Parts | None, key: FingerprintKey
+    ) -> dict[str, Any]:
+        fingerprints = key
         sealed_fields: dict[str, dict[str, Sealed]] = record.part("sealed_attributes")
         if not sealed_fields:
             return {}
@@ -546,9 +549,10 @@ class AttributesKind:
                 continue
             document = attributes[name].to_json()
             listed = observed[name].to_json() if name in observed else {}
-            for key, sealed in fields.items():
-                known = known_value(sealed, salt, declared.get(name, {}).get(key), listed.get(key))
-                document[key] = known if known is not None else SECRET_MASK
+            for field_name, sealed in fields.items():
+                candidates = declared.get(name, {}).get(field_name), listed.get(field_name)
+                known = known_value(sealed, fingerprints, *candidates)
+                document[field_name] = known if known is not None else SECRET_MASK
             attributes[name] = CustomAttribute.model_validate(document)
         return {"attributes": attributes, "sealed_attributes": {}}
 

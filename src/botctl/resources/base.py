@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from botctl.plan import Dependency, Operation, Unmanageable, Unmanaged
-from botctl.sealing import Sealed
+from botctl.sealing import FingerprintKey, Sealed
 from botctl.values import JsonValue
 
 
@@ -24,7 +24,7 @@ class BotPlan:
     missing: bool = False  # the service does not list this chatbot
 
 
-def known_value(sealed: Sealed, salt: str, *candidates: JsonValue) -> JsonValue:
-    """The first candidate a recorded fingerprint was made from, else None: a sealed value
-    known in clear again (in memory only)."""
-    return next((c for c in candidates if c is not None and sealed.matches(c, salt)), None)
+def known_value(sealed: Sealed, key: FingerprintKey, *candidates: JsonValue) -> JsonValue:
+    """The first candidate a recorded fingerprint was made from (under the state's ``key``),
+    else None: a sealed value known in clear again (in memory only)."""
+    return next((c for c in candidates if c is not None and sealed.matches(c, key)), None)

@@ -49,6 +49,7 @@ from typing import Any, Literal, Protocol
 
 from botctl.plan import BotRef, Change, Dependency, Operation
 from botctl.resources.base import BotPlan
+from botctl.sealing import FingerprintKey
 from botctl.values import JsonValue
 
 # How a recorded value is known: read from the service, or only sent.
@@ -112,7 +113,9 @@ class ResourceKind(Protocol):
     # -- planning ---------------------------------------------------------------------------
     def secret_locations(self, spec: Parts, secrets: frozenset[str]) -> set[str]: ...
 
-    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+    def unseal(
+        self, record: Parts, spec: Parts, live: Parts | None, key: FingerprintKey
+    ) -> dict[str, Any]:
         """The record's parts with every sealed value replaced (``reconcile.sealed``); {}
         when it holds none."""
         ...

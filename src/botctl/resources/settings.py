@@ -39,7 +39,7 @@ from botctl.plan import (
 )
 from botctl.resources.base import BotPlan, known_value
 from botctl.resources.kind import Basis, MutableParts, Parts
-from botctl.sealing import Sealed, holds_secret, mask_beside
+from botctl.sealing import FingerprintKey, Sealed, holds_secret, mask_beside
 from botctl.values import (
     SECRET_MASK,
     JsonValue,
@@ -451,7 +451,9 @@ class SettingsKind:
             if holds_secret(value, secrets)
         }
 
-    def unseal(self, record: Parts, spec: Parts, live: Parts | None, salt: str) -> dict[str, Any]:
+    def unseal(
+        self, record: Parts, spec: Parts, live: Parts | None, key: FingerprintKey
+    ) -> dict[str, Any]:
         sealed_values: dict[str, Sealed] = record.part("sealed_settings")
         if not sealed_values:
             return {}
@@ -460,7 +462,7 @@ class SettingsKind:
         observed = seen.leaves if seen is not None else {}
         settings: ChatbotSettings = record.part("settings")
         for path, sealed in sorted(sealed_values.items()):
-            known = known_value(sealed, salt, declared.get(path), observed.get(path))
+            known = known_value(sealed, key, declared.get(path), observed.get(path))
             for value in (known,) if known is not None else _STAND_INS:
                 try:
                     settings = with_leaves(settings, {path: value})

@@ -139,7 +139,7 @@ class ServiceClient:
         self._api_key = api_key
         self._secrets = secrets
         self._trace = trace
-        self._say = Translator(self.base_url, key_name, timeout, self._scrub)
+        self._say = Translator(self.base_url, key_name, timeout, self._scrub, secrets)
         self._pacer = Pacer(rate_limit, retry.clock, retry.sleep)
         self._http = httpx.AsyncClient(
             transport=transport,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from botctl.errors import BotctlError
-from botctl.values import SECRET_MASK, secret_forms
+from botctl.values import SECRET_MASK, mask_quoted, net_worthy, secret_forms
 
 __all__ = ["KEY_MASK", "SECRET_MASK", "check_api_key", "redact", "secret_forms"]
 
@@ -23,13 +23,17 @@ KEY_MASK = "***"
 
 
 def redact(text: str, keys: Iterable[str] = (), secrets: Iterable[str] = ()) -> str:
-    """``text`` with every form of each key as ``***`` and of each secret as ``(secret)``."""
+    """``text`` with every form of each key as ``***`` and of each secret as ``(secret)``
+    (a secret shorter than ``values.MIN_MASKED_LENGTH`` is not looked for in text: see
+    ``translate.Say.trace_body`` for where it is masked)."""
     masks = [(form, KEY_MASK) for key in keys for form in secret_forms(key)]
-    masks += [(form, SECRET_MASK) for secret in secrets for form in secret_forms(secret)]
+    masks += [
+        (form, SECRET_MASK) for secret in net_worthy(secrets) for form in secret_forms(secret)
+    ]
     for form, mask in sorted(masks, key=lambda pair: len(pair[0]), reverse=True):
         if form in text:
             text = text.replace(form, mask)
-    return text
+    return mask_quoted(text, secrets)
 
 
 def check_api_key(env_name: str, value: str) -> None:

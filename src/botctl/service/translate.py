@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +33,7 @@ from botctl.service.reply import (
     format_size,
 )
 from botctl.service.retry import NEVER_SENT, Kind
+from botctl.values import SECRET_MASK
 
 LIST_CHATBOTS = "/get-chatbots"
 _EXCERPT = 200
@@ -58,6 +59,9 @@ class Translator:
     key_name: str
     request_timeout: float
     scrub: Callable[[str], str]
+    # The secrets, and the whole values that hold one: a body's string equal to one of them
+    # is masked where it stands (a live collection: the configuration's join once loaded).
+    exact: Collection[str] = ()
 
     # -- answers with an error status -------------------------------------------------------
 
@@ -214,7 +218,9 @@ class Translator:
 
     def _scrubbed(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.scrub(value)
+            # A value that is a secret, or the whole text that holds one, is masked where it
+            # stands, however short: the substring net leaves short secrets alone.
+            return SECRET_MASK if value in self.exact else self.scrub(value)
         if isinstance(value, list):
             return [self._scrubbed(item) for item in value]
         if isinstance(value, dict):

@@ -18,6 +18,7 @@ import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
 
 from pydantic_core import from_json
@@ -140,6 +141,11 @@ class StateBackend(ABC):
     def remove_lock(self, expected: LockInfo | None, message: str) -> LockInfo | None:
         """Remove the lock if it is ``expected`` (any lock when None). Returns the lock
         removed, or None when there was none or it was another."""
+
+    def key_file(self) -> Path | None:
+        """Where the state key may be kept beside the state (``store.keys``): only a local
+        file has such a place; a shared backend's readers would read the key too."""
+        return None
 
     def close(self) -> None:  # noqa: B027 (most backends hold nothing)
         """Release what the backend holds (temporary clones, connections)."""

@@ -6,15 +6,19 @@ itself (operations with their changes, the values relied on, the state serial an
 It never holds a secret (``botctl.sealing``): in a request, each string that holds a
 ``${secret:VAR}`` is kept as its pieces, the variable and the fingerprint of its value, for
 ``apply --plan`` to put together again from the environment; a value relied on that holds one
-is kept as its fingerprint. The fingerprints are keyed with the salt of the state the plan was
-made against, which stays in the state; a plan made without such a state carries a salt of its
-own. It is read back through pydantic: a malformed file is an error naming the place.
+is kept as its fingerprint. The fingerprints are keyed with the state key (never written here)
+and the salt of the state the plan was made against, which stays in the state; a plan made
+without such a state carries a salt of its own. ``key_check`` says which state key (null: the
+salt alone, a plan made against a state of format 3). A plan made against a state encrypted
+at rest is encrypted too, with the same key (``store.crypt``). It is read back through
+pydantic: a malformed file is an error naming the place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,29 +30,36 @@ from botctl.errors import PlanError
 from botctl.plan import BotRef, Dependency, Operation, Plan, Reads, Unmanageable, Unmanaged
 from botctl.sealing import (
     SALT_PATTERN,
+    FingerprintKey,
     decode,
     encode,
     holds_secret,
     new_salt,
-    seal,
     seal_strings,
     secret_pieces,
 )
+from botctl.store import crypt
 from botctl.store.files import first_problem, read_text, write_atomically
 from botctl.values import JsonValue
 
 PLAN_FILE_KIND = "botctl-plan"
-FORMAT_VERSION = 3  # 2: operations carry their changes; 3: no secret in clear
+# 2: operations carry their changes; 3: no secret in clear; 4: fingerprints keyed with the
+# state key (3 is still read: its fingerprints are keyed with the salt alone)
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (3, 4)
 
 
 @dataclass(frozen=True)
 class SavedPlan:
     """A plan file as read. ``plan``'s requests still hold their secrets as pieces (see
-    ``reconcile.freshness.resolve_secrets``, which makes them whole); ``salt`` is the key of
-    its fingerprints when the file carries one (else it is the state's)."""
+    ``reconcile.freshness.resolve_secrets``, which makes them whole); ``salt``: the salt of
+    its fingerprints when the file carries one (else it is the state's); ``key_check``: the
+    state key they were made under (None: the salt alone)."""
 
     plan: Plan
     salt: str | None
+    key_check: str | None = None
+    encrypted: bool = False  # the file was encrypted at rest (its state is, or will be)
 
 
 class _StateRef(BaseModel):
@@ -70,6 +81,7 @@ class _PlanFile(BaseModel):
     depends_on: tuple[Dependency, ...]
     state: _StateRef
     salt: Annotated[str, StringConstraints(pattern=SALT_PATTERN)] | None
+    key_check: Annotated[str, StringConstraints(pattern=SALT_PATTERN)] | None = None  # from 4
     bots: tuple[BotRef, ...]
     unverified: int
     warnings: tuple[str, ...]
@@ -78,10 +90,25 @@ class _PlanFile(BaseModel):
     checksum: str
 
 
+def plan_key(plan: Plan, salt: str | None = None) -> FingerprintKey | None:
+    """The key of a plan file's fingerprints: the state's, or the state key with ``salt`` (a
+    new one when not given) written in the file. None when the plan has no state key."""
+    if plan.fingerprints is not None:
+        return plan.fingerprints
+    if plan.state_key is None:
+        return None
+    return FingerprintKey(salt or new_salt(), plan.state_key)
+
+
 def plan_file_document(plan: Plan, salt: str | None = None) -> dict[str, Any]:
-    """The file's content. Fingerprints use the salt of the state the plan was made against;
-    without one, ``salt`` (a new one when not given), written in the file."""
-    key = plan.state_salt or salt or new_salt()
+    """The file's content. Fingerprints use the key of the state the plan was made against;
+    without one, the state key with ``salt`` (a new one when not given), written in the
+    file. A plan with secrets needs one of the two (``pipeline.flows`` sees to it)."""
+    key = plan_key(plan, salt)
+    if key is None:
+        if plan.secrets:
+            raise PlanError("internal: a plan with secrets is saved without a state key")
+        key = FingerprintKey(salt or new_salt())  # keys nothing: the plan holds no secret
     body: dict[str, Any] = {
         "kind": PLAN_FILE_KIND,
         "format_version": FORMAT_VERSION,
@@ -91,7 +118,8 @@ def plan_file_document(plan: Plan, salt: str | None = None) -> dict[str, Any]:
         "unmanageable": [asdict(u) for u in plan.unmanageable],
         "depends_on": [_dependency_document(dep, plan, key) for dep in plan.depends_on],
         "state": {"serial": plan.state_serial, "lineage": plan.state_lineage},
-        "salt": None if plan.state_salt else key,
+        "salt": None if plan.fingerprints else key.salt,
+        "key_check": key.check,
         "bots": [asdict(ref) for ref in plan.bots],
         "unverified": plan.unverified,
         "warnings": list(plan.warnings),
@@ -102,22 +130,22 @@ def plan_file_document(plan: Plan, salt: str | None = None) -> dict[str, Any]:
     return body
 
 
-def _operation_document(op: Operation, plan: Plan, salt: str) -> dict[str, Any]:
+def _operation_document(op: Operation, plan: Plan, key: FingerprintKey) -> dict[str, Any]:
     """An operation, each secret in its requests as the pieces to put together again (its
     changes are masked already)."""
     document = asdict(op)
-    for key in ("body", "state_record", "fallback"):
-        document[key] = seal_strings(document[key], plan.secrets, salt)
+    for name in ("body", "state_record", "fallback"):
+        document[name] = seal_strings(document[name], plan.secrets, key)
     return document
 
 
-def _dependency_document(dep: Dependency, plan: Plan, salt: str) -> dict[str, Any]:
+def _dependency_document(dep: Dependency, plan: Plan, key: FingerprintKey) -> dict[str, Any]:
     """A value relied on; where it holds a secret (or the configuration holds one there: a
     value read may hold a secret rotated since), its fingerprint."""
     document = asdict(dep)
     value: JsonValue = dep.value
     if value is not None and (dep.secret or holds_secret(value, plan.secret_values)):
-        value = seal(salt, value)
+        value = key.seal(value)
     document["value"] = encode(value)
     return document
 
@@ -125,10 +153,11 @@ def _dependency_document(dep: Dependency, plan: Plan, salt: str) -> dict[str, An
 def plan_from_document(data: Any) -> SavedPlan:
     if not isinstance(data, dict) or data.get("kind") != PLAN_FILE_KIND:
         raise PlanError("not a botctl plan file")
-    if data.get("format_version") != FORMAT_VERSION:
+    if data.get("format_version") not in READABLE_VERSIONS:
         raise PlanError(
             f"plan file format_version {data.get('format_version')!r} is not supported "
-            f"(this botctl writes and reads {FORMAT_VERSION}); run `botctl plan --out` again"
+            f"(this botctl writes {FORMAT_VERSION} and reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))}); run `botctl plan --out` again"
         )
     unsigned = {k: v for k, v in data.items() if k != "checksum"}
     if data.get("checksum") != _checksum(unsigned):
@@ -153,7 +182,7 @@ def plan_from_document(data: Any) -> SavedPlan:
         violations=parsed.violations,
         reads=parsed.reads,
     )
-    return SavedPlan(plan, parsed.salt)
+    return SavedPlan(plan, parsed.salt, parsed.key_check)
 
 
 def _check_secrets(value: JsonValue, where: str) -> None:
@@ -178,17 +207,30 @@ def _checksum(body: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def write_plan_file(plan: Plan, path: Path) -> None:
+def write_plan_file(plan: Plan, path: Path, cipher: crypt.Cipher | None = None) -> None:
+    """Write the plan file; encrypted with ``cipher`` (the state's) when given."""
+    text = json.dumps(plan_file_document(plan), indent=2) + "\n"
+    if cipher is not None:
+        text = crypt.encrypt(text, cipher, "plan")
     try:
-        write_atomically(path, json.dumps(plan_file_document(plan), indent=2) + "\n")
+        write_atomically(path, text)
     except OSError as exc:
         raise PlanError(f"cannot write plan file {path}: {exc.strerror}") from None
 
 
-def read_plan_file(path: Path) -> SavedPlan:
+def read_plan_file(
+    path: Path, key_of: Callable[[], tuple[bytes | None, str]] | None = None
+) -> SavedPlan:
+    """Read a plan file; one encrypted at rest is opened with the state key ``key_of`` gives
+    (asked only then: the key, and what to set when there is none)."""
     text = read_text(path, "plan file", PlanError)
+    encrypted = crypt.is_encrypted(text)
+    if encrypted:
+        key, hint = key_of() if key_of is not None else (None, "set BOTCTL_STATE_KEY")
+        text, _ = crypt.decrypt(text, key, f"plan file {path}", hint, "plan")
     try:
         data = from_json(text)  # bounded nesting (json.loads raises RecursionError)
     except ValueError as exc:
         raise PlanError(f"plan file {path} is not JSON: {exc}") from None
-    return plan_from_document(data)
+    saved = plan_from_document(data)
+    return replace(saved, encrypted=True) if encrypted else saved

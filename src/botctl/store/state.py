@@ -1,29 +1,11 @@
 """The state file: botctl's record of what it last applied or verified, for drift and for what
-the service cannot read back.
+the service cannot read back. Three parts:
 
-Format (JSON, versioned; one line per record so that diffs of it stay readable)::
-
-    {"format_version": 3, "lineage": "<uuid>", "serial": 7, "salt": "<64 hex digits>",
-     "bots": {"<chatbotId>": {"bot": "support",
-                              "settings": {"name": "...", "styles": {...},
-                                           "instructions": {"$sealed": "hmac-sha256:..."}},
-                              "verified_settings": ["name"],
-                              "attributes": {"plan_tier": {"name": ..., "type": ..., ...}},
-                              "verified_attributes": ["plan_tier"]}}}
-
-``lineage`` identifies one state history (a plan made against another lineage is refused);
-``serial`` grows with every write. A value is *verified* when the service was read holding it
-(after an apply, a refresh or an export), and only *sent* otherwise. A value that holds a
-``${secret:...}`` (a settings leaf, an attribute's label or description) is never written: its
-fingerprint is, keyed with the lineage's ``salt`` (``botctl.sealing``), so the state is safe to
-commit. Version 1 documents (no verified marks: everything sent) and version 2 documents
-(secrets in clear) are read and rewritten as version 3 at the next write. The document is read
-through the same models the diff uses: a malformed one is an error that names the place, never
-a crash.
-
-A chatbot's record holds the format's own fields (settings and attributes, above) and the keys
-of every other resource kind of the registry (``ResourceKind.state_keys``, written by its
-``dump`` and read by its ``load``).
+- ``store.stateformat``: the document's format, its versions and their migration, parsed once;
+- ``store.statesealing``: which values are written only as fingerprints, under which key (the
+  salt and the key made before anything is written);
+- here, the reader and the writer: read through a backend (decrypted when encrypted at rest,
+  ``store.crypt``), written atomically and as a compare-and-swap.
 
 Where the document is kept is a backend's business (``store/backends``: a file, a git branch,
 an S3 object): every function here takes a ``--state`` value (a path or URL) or an open
@@ -36,65 +18,46 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
-from pydantic_core import from_json
-
-from botctl.errors import StateError, StateWriteError
-from botctl.models import BotRecord, State, attribute_location, settings_location
+from botctl.errors import StateWriteError
+from botctl.models import State
 from botctl.plan import Operation
-from botctl.resources.attributes import CustomAttribute
-from botctl.resources.registry import kinds, state_keys
-from botctl.resources.settings import ChatbotSettings
-from botctl.sealing import (
-    SALT_PATTERN,
-    SEALED_KEY,
-    Sealed,
-    encode,
-    holds_secret,
-    new_salt,
-    seal,
-    sealed_of,
-)
+from botctl.store import crypt
 from botctl.store.backend import LostCompareAndSwap, StateBackend, Version
 from botctl.store.backends import StateLocation, using_backend
-from botctl.store.files import first_problem
-from botctl.values import JsonValue, unflatten
+from botctl.store.keys import KeySource, find_key
+from botctl.store.stateformat import (
+    BOT_DEPTH,
+    FORMAT_VERSION,
+    READABLE_VERSIONS,
+    RenderedJson,
+    parse_state,
+    render_json,
+    state_document,
+)
+from botctl.store.statesealing import legacy_warning, prepare, record_document, unlock
 
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-_SEALABLE_ATTRIBUTE_FIELDS = ("label", "description")
-_BOT_DEPTH = 2  # where a chatbot's record sits in the file: root -> "bots" -> chatbot id
-
-
-class _RecordFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    bot: str
-    settings: ChatbotSettings = Field(default_factory=ChatbotSettings)
-    verified_settings: tuple[str, ...] = ()
-    attributes: dict[str, CustomAttribute] = Field(default_factory=dict)
-    verified_attributes: tuple[str, ...] = ()
-
-
-class _StateFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    format_version: int
-    lineage: str
-    serial: int
-    salt: Annotated[str, StringConstraints(pattern=SALT_PATTERN)] | None = None  # from 3 on
-    bots: dict[str, _RecordFile]
-
-
-# Sealed values of one chatbot's record: settings by leaf path, attribute fields by name.
-_SealedOf = tuple[dict[str, Sealed], dict[str, dict[str, Sealed]]]
+__all__ = [
+    "FORMAT_VERSION",
+    "READABLE_VERSIONS",
+    "UNREAD",
+    "RenderedJson",
+    "StateWriter",
+    "StoredState",
+    "load_state",
+    "read_state",
+    "record_document",
+    "render_json",
+    "save_state",
+    "state_from_text",
+    "state_text",
+    "stored_text",
+]
 
 
 class Unread(enum.Enum):
@@ -115,13 +78,21 @@ class StoredState:
     version: Version
 
 
-def read_state(where: StateLocation | StateBackend) -> StoredState:
-    """Read the state and its version; no state is an empty state (botctl still converges)."""
+def read_state(
+    where: StateLocation | StateBackend, source: KeySource | None = None, *, check_key: bool = True
+) -> StoredState:
+    """Read the state and its version; no state is an empty state (botctl still converges).
+    The state key is looked for (never created; ``source`` when given) and, unless not
+    ``check_key`` (``state rekey``), checked against the state."""
     with using_backend(where) as backend:
         snapshot = backend.read()
+        source = find_key(backend) if source is None else source
         if snapshot.text is None:
-            return StoredState(State(), snapshot.version)
-        return StoredState(state_from_text(snapshot.text, backend.where), snapshot.version)
+            state = State()
+            state.state_key, state.key_hint = source.key, source.hint()
+            return StoredState(state, snapshot.version)
+        state = state_from_text(snapshot.text, backend.where, source, check_key=check_key)
+        return StoredState(state, snapshot.version)
 
 
 def load_state(where: StateLocation | StateBackend) -> State:
@@ -129,247 +100,48 @@ def load_state(where: StateLocation | StateBackend) -> State:
     return read_state(where).state
 
 
-def state_from_text(text: str, where: str) -> State:
-    """Parse a state document; ``where`` names it in errors (a path, a URL)."""
-    text, sealed = _take_sealed(text)
-    text, kept = _take_kind_records(text)
-    try:
-        data = _StateFile.model_validate_json(text)
-    except ValidationError as exc:
-        _check_version(where, text)
-        raise _invalid(where, first_problem(exc)) from None
-    _check_version(where, text, data.format_version)
-    if data.format_version >= 3 and data.salt is None:
-        raise _invalid(where, "salt: Field required")
-    if sealed and data.salt is None:
-        raise _invalid(where, "sealed values in a state without a salt")
-    no_seals: _SealedOf = ({}, {})
-    bots = {
-        chatbot_id: BotRecord(
-            bot=rec.bot,
-            settings=rec.settings,
-            attributes=rec.attributes,
-            verified_settings=set(rec.verified_settings),
-            verified_attributes=set(rec.verified_attributes),
-            sealed_settings=sealed.get(chatbot_id, no_seals)[0],
-            sealed_attributes=sealed.get(chatbot_id, no_seals)[1],
-            parts=_kind_parts(where, chatbot_id, kept.get(chatbot_id, {})),
-        )
-        for chatbot_id, rec in data.bots.items()
-    }
-    return State(
-        lineage=data.lineage,
-        serial=data.serial,
-        bots=bots,
-        salt=data.salt,
-        outdated=data.format_version < FORMAT_VERSION,
-    )
-
-
-def _invalid(where: str, problem: str) -> StateError:
-    return StateError(
-        f"state file {where} is not valid botctl state ({problem}); restore it from a backup, "
-        "or move it away to start over (botctl then re-sends what it cannot verify)"
-    )
-
-
-def _take_sealed(text: str) -> tuple[str, dict[str, _SealedOf]]:
-    """The document without its sealed values (``{"$sealed": ...}``, where a settings leaf or
-    an attribute's label or description would be), and those values by chatbot. A marker
-    anywhere else stays, for the models to refuse by its place."""
-    if SEALED_KEY not in text:
-        return text, {}  # the common case costs one scan, not a second parse
-    try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
-        data = from_json(text)
-    except ValueError:
-        return text, {}
-    bots = data.get("bots") if isinstance(data, dict) else None
-    if not isinstance(bots, dict):
-        return text, {}
-    found: dict[str, _SealedOf] = {}
-    for chatbot_id, record in bots.items():
-        if not isinstance(record, dict):
-            continue
-        sealed_settings: dict[str, Sealed] = {}
-        sealed_attributes: dict[str, dict[str, Sealed]] = {}
-        if isinstance(record.get("settings"), dict):
-            record["settings"] = _strip_sealed(record["settings"], "", sealed_settings)
-        attributes = record.get("attributes")
-        for name, attribute in (attributes if isinstance(attributes, dict) else {}).items():
-            if not isinstance(attribute, dict):
-                continue
-            fields = {
-                key: sealed
-                for key in _SEALABLE_ATTRIBUTE_FIELDS
-                if (sealed := sealed_of(attribute.get(key))) is not None
-            }
-            if fields:
-                sealed_attributes[name] = fields
-                for key in fields:
-                    del attribute[key]
-        if sealed_settings or sealed_attributes:
-            found[str(chatbot_id)] = (sealed_settings, sealed_attributes)
-    return json.dumps(data, ensure_ascii=False), found
-
-
-def _take_kind_records(text: str) -> tuple[str, dict[str, dict[str, Any]]]:
-    """The document without the keys of the registry's kinds that have their own (see the
-    module's docstring), and those keys' values by chatbot; the text itself when no kind
-    has any."""
-    keys = set(state_keys())
-    if not keys:
-        return text, {}
-    try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
-        data = from_json(text)
-    except ValueError:
-        return text, {}
-    bots = data.get("bots") if isinstance(data, dict) else None
-    if not isinstance(bots, dict):
-        return text, {}
-    found: dict[str, dict[str, Any]] = {}
-    for chatbot_id, record in bots.items():
-        if isinstance(record, dict):
-            found[str(chatbot_id)] = {key: record.pop(key) for key in keys if key in record}
-    return json.dumps(data, ensure_ascii=False), found
-
-
-def _kind_parts(where: str, chatbot_id: str, document: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts each kind reads from its keys of one chatbot's record."""
-    parts: dict[str, Any] = {}
-    for kind in kinds():
-        try:
-            parts.update(kind.load(document))
-        except ValueError as exc:
-            raise _invalid(where, f"bots.{chatbot_id}.{exc}") from None
-    return parts
-
-
-def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, Sealed]) -> dict[str, Any]:
-    kept: dict[str, Any] = {}
-    for key, value in values.items():
-        sealed = sealed_of(value)
-        if sealed is not None:
-            out[f"{prefix}{key}"] = sealed
-        elif isinstance(value, dict) and value:
-            inner = _strip_sealed(value, f"{prefix}{key}.", out)
-            if inner:  # a nested object that held only sealed values is not one to keep
-                kept[key] = inner
-        else:
-            kept[key] = value
-    return kept
-
-
-def _check_version(where: str, text: str, version: object = None) -> None:
-    """A file of another format version is refused as such, before its content is judged."""
-    if version is None:
-        try:  # pydantic's parser: bounded nesting, where json.loads raises RecursionError
-            version = from_json(text).get("format_version")
-        except (ValueError, AttributeError):
-            return
-    if version not in READABLE_VERSIONS:
-        raise StateError(
-            f"state file {where} has format_version {version!r}; this botctl reads "
-            f"{', '.join(map(str, READABLE_VERSIONS))}"
-        )
-
-
-def state_document(state: State, bots: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The state file's content; ``bots``, when given, are the chatbots' records already
-    rendered (see ``StateWriter``)."""
-    if bots is None:
-        bots = {chatbot_id: record_document(state, chatbot_id) for chatbot_id in state.bots}
-    return {
-        "format_version": FORMAT_VERSION,
-        "lineage": state.lineage,
-        "serial": state.serial,
-        "salt": state_salt(state),
-        "bots": dict(sorted(bots.items())),
-    }
-
-
-def state_salt(state: State) -> str:
-    """The lineage's key for fingerprints, created with the first one the state needs."""
-    if state.salt is None:
-        state.salt = new_salt()
-    return state.salt
-
-
-def record_document(state: State, chatbot_id: str) -> dict[str, Any]:
-    """One chatbot's record as written: every value that holds a secret the run knows of, or
-    sits where the configuration holds one, as its fingerprint (``State.protect``)."""
-    record = state.bots[chatbot_id]
-    secret = _secret_test(state, chatbot_id)
-    settings: JsonValue = record.settings.json_fields
-    if secret is not None or record.sealed_settings:
-        salt = state_salt(state)
-        leaves: dict[str, Any] = {
-            path: seal(salt, value)
-            if secret is not None and secret(settings_location(path), value)
-            else value
-            for path, value in record.settings.leaves.items()
-        }
-        settings = encode(unflatten({**leaves, **record.sealed_settings}))
-    return {
-        "bot": record.bot,
-        "settings": settings,
-        "verified_settings": sorted(record.verified_settings),
-        "attributes": {
-            name: _attribute_document(state, record, name, secret)
-            for name in sorted(record.attributes)
-        },
-        "verified_attributes": sorted(record.verified_attributes),
-        **_kind_documents(state, record, secret),
-    }
-
-
-def _kind_documents(
-    state: State, record: BotRecord, secret: Callable[[str, JsonValue], bool] | None
-) -> dict[str, JsonValue]:
-    """The keys of the kinds that keep their own, each value sealed where it must be."""
-
-    def sealed(location: str, value: JsonValue) -> JsonValue:
-        if secret is None or value is None or not secret(location, value):
-            return value
-        return encode(seal(state_salt(state), value))
-
-    documents: dict[str, JsonValue] = {}
-    for kind in kinds():
-        documents.update(kind.dump(record, sealed))
-    return documents
-
-
-def _secret_test(state: State, chatbot_id: str) -> Callable[[str, JsonValue], bool] | None:
-    """Whether a value at a location must be sealed; None when nothing of this chatbot can."""
-    locations = state.secret_locations.get(chatbot_id, set())
-    secrets = state.secrets
-    if not (locations or secrets):
-        return None
-    return lambda location, value: location in locations or holds_secret(value, secrets)
-
-
-def _attribute_document(
-    state: State,
-    record: BotRecord,
-    name: str,
-    secret: Callable[[str, JsonValue], bool] | None,
-) -> dict[str, Any]:
-    document = record.attributes[name].to_json()
-    sealed = record.sealed_attributes.get(name, {})
-    if secret is None and not sealed:
-        return document
-    salt = state_salt(state)
-    for key in _SEALABLE_ATTRIBUTE_FIELDS:
-        value = document.get(key)
-        if value is None or secret is None:
-            continue
-        if secret(attribute_location(name, key), value):
-            document[key] = seal(salt, value)
-    return dict(encode({**document, **sealed}))
+def state_from_text(text: str, where: str, source: KeySource, *, check_key: bool = True) -> State:
+    """Parse a state document, decrypting it first when it is encrypted at rest; ``where``
+    names it in errors (a path, a URL); ``source``: the state key found for it."""
+    cipher = None
+    if crypt.is_encrypted(text):
+        text, cipher = crypt.decrypt(text, source.key, where, source.hint(), "state")
+    state = parse_state(text, where)
+    state.encrypted, state.cipher = cipher is not None, cipher
+    if check_key:
+        unlock(state, source, where)
+    else:
+        state.state_key, state.key_hint = source.key, source.hint()
+    warning = legacy_warning(state, where)
+    if warning is not None:
+        state.warnings.append(warning)
+    return state
 
 
 def state_text(state: State, rendered_bots: Mapping[str, RenderedJson] | None = None) -> str:
-    """The state file's text for ``state`` as it is (serial and lineage untouched)."""
-    return render_json(state_document(state, rendered_bots)) + "\n"
+    """The state document's clear text for ``state`` as it is (serial and lineage untouched).
+    The salt (and key, when needed) must have been made (``statesealing.prepare``)."""
+    bots: Mapping[str, Any] | None = rendered_bots
+    if bots is None:
+        bots = {chatbot_id: record_document(state, chatbot_id) for chatbot_id in state.bots}
+    return render_json(state_document(state, bots)) + "\n"
+
+
+def stored_text(state: State, rendered_bots: Mapping[str, RenderedJson] | None = None) -> str:
+    """What is stored for ``state``: its text, encrypted when the state is."""
+    text = state_text(state, rendered_bots)
+    if not state.encrypted:
+        return text
+    cipher = state.cipher
+    if not isinstance(cipher, crypt.Cipher):
+        assert state.state_key is not None  # prepare() found or made it
+        cipher = state.cipher = crypt.derive(state.state_key)
+    return crypt.encrypt(text, cipher, "state")
+
+
+def prepare_write(state: State, backend: StateBackend) -> None:
+    """The salt and the state key, made before anything is rendered for a write."""
+    prepare(state, find_key(backend))
 
 
 def next_version(state: State) -> None:
@@ -377,31 +149,6 @@ def next_version(state: State) -> None:
     if state.lineage is None:
         state.lineage = str(uuid.uuid4())
     state.serial += 1
-
-
-# One encoder for every call: json.dumps builds a new one whenever an option is given.
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-class RenderedJson(str):
-    """JSON text ``render_json`` already produced at the depth it is placed at: kept as is."""
-
-
-def render_json(value: Any, depth: int = 0) -> str:
-    """JSON with one line per record: mappings that hold mappings are laid out one key per
-    line, and every other value (an attribute record, a settings group such as ``styles``)
-    is written on a single line. Diffs stay per record, and records go through the C encoder,
-    which ``indent=2`` turns off (see README, Benchmarks)."""
-    if isinstance(value, RenderedJson):
-        return value
-    if isinstance(value, dict) and any(isinstance(v, dict | RenderedJson) for v in value.values()):
-        pad = "  " * (depth + 1)
-        lines = [
-            f"{pad}{_ENCODER.encode(key)}: {render_json(item, depth + 1)}"
-            for key, item in value.items()
-        ]
-        return "{\n" + ",\n".join(lines) + "\n" + "  " * depth + "}"
-    return _ENCODER.encode(value)
 
 
 def _same_history(state: State, stored: State) -> bool:
@@ -428,10 +175,11 @@ def save_state(
             if not _same_history(state, stored.state):
                 raise LostCompareAndSwap(backend.where)
             version = stored.version
+        prepare_write(state, backend)
         before = (state.lineage, state.serial)
         next_version(state)
         try:
-            written = backend.write(state_text(state, rendered_bots), version, message)
+            written = backend.write(stored_text(state, rendered_bots), version, message)
         except BaseException:
             state.lineage, state.serial = before  # not written: still the stored one
             raise
@@ -450,7 +198,8 @@ class StateWriter:
     Every write is a compare-and-swap against the version of the previous one (the first
     against ``version``, from ``read_state``): if anything else wrote the state meanwhile,
     the write fails with ``LostCompareAndSwap`` and overwrites nothing. Each write's message
-    (a git backend's commit message) lists the operations it records."""
+    (a git backend's commit message) lists the operations it records. The salt and the state
+    key are made when the writer is created, before anything is sent."""
 
     def __init__(
         self,
@@ -464,6 +213,11 @@ class StateWriter:
         self.state = state
         self._stack = contextlib.ExitStack()
         self.backend = self._stack.enter_context(using_backend(where))
+        try:
+            prepare_write(state, self.backend)
+        except BaseException:
+            self._stack.close()
+            raise
         self.interval = interval
         self.command = command
         self._version = version
@@ -504,7 +258,7 @@ class StateWriter:
         if self._dirty:
             for chatbot_id in self._changed:
                 record = record_document(self.state, chatbot_id)
-                self._rendered[chatbot_id] = RenderedJson(render_json(record, _BOT_DEPTH))
+                self._rendered[chatbot_id] = RenderedJson(render_json(record, BOT_DEPTH))
             self._changed.clear()
             self._last_write = time.monotonic()
             try:

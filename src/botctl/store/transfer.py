@@ -11,8 +11,10 @@ from botctl.models import State
 from botctl.sealing import new_salt
 from botctl.store.backend import LockInfo, StateBackend
 from botctl.store.backends import StateLocation, open_backend, using_backend
+from botctl.store.crypt import Encryption
+from botctl.store.keys import StateKeyError, ensure_key, find_key, write_key_file
 from botctl.store.lock import StateLock
-from botctl.store.state import read_state, state_text
+from botctl.store.state import prepare_write, read_state, state_text, stored_text
 
 
 @dataclass(frozen=True)
@@ -24,13 +26,34 @@ class Summary:
     serial: int
     chatbots: dict[str, str]  # chatbot id -> metadata.name
     lock: LockInfo | None
+    encryption: Encryption = "none"
+    # How its fingerprints are keyed: "state key (<origin>)", "salt only (format 3)", or
+    # "none" when it holds no fingerprint.
+    fingerprints: str = "none"
+    warnings: tuple[str, ...] = ()
 
 
 def summarize(where: StateLocation | StateBackend) -> Summary:
     with using_backend(where) as backend:
-        state = read_state(backend).state
+        source = find_key(backend)
+        state = read_state(backend, source).state
         chatbots = {chatbot_id: rec.bot for chatbot_id, rec in sorted(state.bots.items())}
-        return Summary(backend.where, state.lineage, state.serial, chatbots, backend.read_lock())
+        if state.legacy_keyed:
+            fingerprints = "salt only, stored in the state (format 3): run `botctl state rekey`"
+        elif state.has_sealed:
+            fingerprints = f"state key ({source.origin})"
+        else:
+            fingerprints = "none"
+        return Summary(
+            backend.where,
+            state.lineage,
+            state.serial,
+            chatbots,
+            backend.read_lock(),
+            "passphrase" if state.encrypted else "none",
+            fingerprints,
+            tuple(state.warnings),
+        )
 
 
 @dataclass(frozen=True)
@@ -71,12 +94,16 @@ def replace_state(
                 # content and the target's salt is never replaced under its lineage.
                 shared = incoming.salt or current.salt or new_salt()
                 incoming.salt, current.salt = incoming.salt or shared, current.salt or shared
+            prepare_write(current, target)
+        _carry_key(incoming, target)
+        prepare_write(incoming, target)
+        if current.lineage is not None:
             _check_replace(incoming, current, target.where, force)
             if state_text(incoming) == state_text(current):
                 return Replaced(target.where, False, incoming.lineage, incoming.serial, None)
             if current.lineage == incoming.lineage and incoming.serial <= current.serial:
                 incoming.serial = current.serial + 1  # --force: the serial still moves on
-        target.write(state_text(incoming), stored.version, f"botctl {command}: state replaced")
+        target.write(stored_text(incoming), stored.version, f"botctl {command}: state replaced")
         return Replaced(target.where, True, incoming.lineage, incoming.serial, replaced)
 
 
@@ -103,19 +130,71 @@ def _check_replace(incoming: State, current: State, where: str, force: bool) -> 
         )
 
 
+def _carry_key(incoming: State, target: StateBackend) -> None:
+    """The state key ``incoming``'s fingerprints (or encryption) use must be the target's
+    too: copied into a local target's key file when it has none, else an error naming what
+    to set (nothing is written)."""
+    sealed = not incoming.legacy_keyed and incoming.has_sealed and incoming.key_check is not None
+    if not (sealed or incoming.encrypted):
+        return
+    found = find_key(target)
+    if incoming.state_key is None:  # encrypted from now on, and the source had no key
+        incoming.state_key = ensure_key(found).key
+        return
+    if found.key is not None:
+        if found.key != incoming.state_key:
+            raise StateKeyError(
+                f"{found.origin} is not the state key of the state moved to {target.where}: "
+                "set BOTCTL_STATE_KEY to the key it was made under; nothing was written"
+            )
+        return
+    if found.file is None:
+        raise StateKeyError(
+            f"{target.where} is shared: the state's key must come from BOTCTL_STATE_KEY there "
+            "(set it to the key the state was made under, e.g. the content of the local key "
+            "file, and keep it as a CI secret); nothing was written"
+        )
+    write_key_file(found.file, incoming.state_key.decode("utf-8"))
+
+
 def migrate_state(
-    source: StateLocation, target: StateLocation, *, force: bool, lock_timeout: float
+    source: StateLocation,
+    target: StateLocation | None,
+    *,
+    force: bool,
+    lock_timeout: float,
+    encryption: Encryption | None = None,
 ) -> Replaced:
     """Copy the state at ``source`` to ``target`` (same lineage and serial), holding the
     source's lock meanwhile so that no run writes it during the copy. The source is left as
-    it was."""
-    with open_backend(source) as src, open_backend(target) as dst:
-        if src.where == dst.where:
+    it was. ``encryption``: how the copy is kept (None: as the source is); without a
+    ``target``, the state is rewritten in place so (same serial: the same state)."""
+    with open_backend(source) as src, open_backend(target or source) as dst:
+        if target is not None and src.where == dst.where:
             raise StateError(f"--to {dst.where} is the state's own location")
         with StateLock(src, timeout=lock_timeout, command="state migrate"):
-            state = read_state(src).state
+            stored = read_state(src)
+            state = stored.state
             if state.lineage is None:
                 raise StateError(f"no state at {src.where}: nothing to migrate")
+            wanted = state.encrypted if encryption is None else encryption == "passphrase"
+            if target is None and wanted == state.encrypted:
+                return Replaced(src.where, False, state.lineage, state.serial, None)
+            if wanted != state.encrypted:
+                state.encrypted, state.cipher = wanted, None
+            if target is None:
+                return _rewrite_in_place(state, src, stored.version)
             return replace_state(
                 state, dst, force=force, lock_timeout=lock_timeout, command="state migrate"
             )
+
+
+def _rewrite_in_place(state: State, backend: StateBackend, version: str | None) -> Replaced:
+    """The state written again where it is (encrypted or not), serial unchanged."""
+    assert state.lineage is not None
+    prepare_write(state, backend)
+    text = stored_text(state)
+    if backend.read().text == text:
+        return Replaced(backend.where, False, state.lineage, state.serial, None)
+    backend.write(text, version, "botctl state migrate: encryption changed")
+    return Replaced(backend.where, True, state.lineage, state.serial, None)

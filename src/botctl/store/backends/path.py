@@ -49,6 +49,9 @@ class PathBackend(StateBackend):
         self.lock_path = lock_path_for(path)
         self.where = str(path)
 
+    def key_file(self) -> Path | None:
+        return self.path.with_name(self.path.name + ".key")
+
     def read(self) -> Snapshot:
         data = self._read_bytes()
         if data is None:

@@ -1,0 +1,120 @@
+"""Where the *state key* comes from: the secret that keys the state's fingerprints (see
+``botctl.sealing``) and, when the state is encrypted, its encryption (``store.crypt``). It is
+never written where the state goes.
+
+First found wins: the environment variable ``BOTCTL_STATE_KEY``; else, for a state kept in a
+local file, the key file beside it (``<state>.key``, created 0600 with a random key the first
+time a fingerprint needs one). A state shared through a backend (a git branch, an S3 object)
+has no key file: its readers would be the key's readers too, so the variable is required
+there once a fingerprint is needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets as _random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from botctl.defaults import STATE_KEY_ENV
+from botctl.errors import StateError
+from botctl.store.backend import StateBackend
+from botctl.store.files import UnreadableFile, read_bytes_if_any
+
+KEY_PREFIX = "bsk1_"  # a generated key: 32 random bytes, base64url
+KEY_FILE_SUFFIX = ".key"
+
+
+class StateKeyError(StateError):
+    """The state key is missing, unusable, or not the one the state was made under."""
+
+
+@dataclass(frozen=True)
+class KeySource:
+    """The state key found for one state, and where from. ``key`` None: none was found;
+    ``file``: the key file a local state uses (None for a shared backend)."""
+
+    key: bytes | None = field(repr=False)
+    origin: str  # "$BOTCTL_STATE_KEY", "key file .botctl/state.json.key", or "" (none)
+    file: Path | None
+
+    def hint(self) -> str:
+        """What to set to give botctl the key."""
+        if self.file is not None:
+            return f"set {STATE_KEY_ENV}, or put the key file back at {self.file}"
+        return f"set {STATE_KEY_ENV}"
+
+
+def new_state_key() -> str:
+    """A random state key (256 bits), as ``botctl state init-key`` prints it."""
+    return KEY_PREFIX + base64.urlsafe_b64encode(_random.token_bytes(32)).decode().rstrip("=")
+
+
+def key_file_for(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + KEY_FILE_SUFFIX)
+
+
+def find_key(backend: StateBackend, environ: Mapping[str, str] | None = None) -> KeySource:
+    """The state key of ``backend``'s state, if there is one (nothing is created)."""
+    environ = os.environ if environ is None else environ
+    file = backend.key_file()
+    value = environ.get(STATE_KEY_ENV, "")
+    if value:
+        return KeySource(value.encode("utf-8"), f"${STATE_KEY_ENV}", file)
+    if file is None:
+        return KeySource(None, "", None)
+    return KeySource(read_key_file(file), f"key file {file}", file)
+
+
+def read_key_file(file: Path) -> bytes | None:
+    """The key in ``file`` (None when there is no such file)."""
+    try:
+        data = read_bytes_if_any(file)
+    except (UnreadableFile, OSError) as exc:
+        raise StateKeyError(f"cannot read the state key file {file}: {exc.strerror}") from None
+    if data is None:
+        return None
+    key = data.strip()
+    if not key:
+        raise StateKeyError(f"the state key file {file} is empty")
+    return key
+
+
+def ensure_key(source: KeySource) -> KeySource:
+    """``source`` with a key: the one found, or a new key file for a local state. A shared
+    state without ``BOTCTL_STATE_KEY`` is an error naming what to set."""
+    if source.key is not None:
+        return source
+    if source.file is None:
+        raise StateKeyError(
+            f"{STATE_KEY_ENV} is required: the configuration uses ${{secret:...}} and the state "
+            "is shared (a git branch, an S3 object), so the key of its fingerprints cannot live "
+            f"beside it. Make one with `botctl state init-key` and set {STATE_KEY_ENV} (in CI, "
+            "as a secret)"
+        )
+    key = new_state_key()
+    write_key_file(source.file, key)
+    return KeySource(key.encode("utf-8"), f"key file {source.file}", source.file)
+
+
+def write_key_file(file: Path, key: str) -> None:
+    """Create ``file`` holding ``key``, readable by its owner only; never over an existing
+    one (a key replaced would orphan every fingerprint made under it)."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        raise StateKeyError(f"the state key file {file} exists already: not replaced") from None
+    except OSError as exc:
+        raise StateKeyError(f"cannot create the state key file {file}: {exc.strerror}") from None
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (key + "\n").encode("utf-8"))
+        os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        file.unlink(missing_ok=True)  # never half a key
+        raise StateKeyError(f"cannot write the state key file {file}: {exc.strerror}") from None
+    os.close(fd)
