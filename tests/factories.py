@@ -23,6 +23,11 @@ def bot(
     attributes: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> BotSpec:
+    if "secrets" in extra and "secret_texts" not in extra:
+        # As the loader records them: every declared string that resolved a secret.
+        values = {s.value for s in extra["secrets"]}
+        strings = [*_strings(settings or {}), *_strings(attributes or [])]
+        extra["secret_texts"] = tuple(t for t in strings if any(v in t for v in values))
     return BotSpec(
         name=name,
         chatbot_id=chatbot_id,
@@ -31,6 +36,16 @@ def bot(
         source=f"{name}.yaml:1",
         **extra,
     )
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    return []
 
 
 def desired(*bots: BotSpec) -> Desired:
