@@ -9,6 +9,9 @@ DEFAULT_API_KEY_ENV = "BOTCTL_API_KEY"  # where a document's API key lives unles
 DEFAULT_STATE_PATH = Path(".botctl/state.json")
 DEFAULT_SANDBOX_DB = Path(".botctl/sandbox.db")
 DEFAULT_PARALLELISM = 8  # chatbots processed at once (reads and writes)
+# Contacts one run reads, at most, to count the values of attributes it archives or renames
+# (--max-contact-reads): 200 pages of the largest size.
+DEFAULT_MAX_CONTACT_READS = 200_000
 DEFAULT_MAX_ARCHIVES = 50  # attributes one run may archive, across all chatbots
 DEFAULT_MAX_ARCHIVE_PERCENT = 30.0  # of one chatbot's active attributes (when it has >= 10)
 DEFAULT_REQUEST_TIMEOUT = 30.0  # seconds for one whole attempt of a request

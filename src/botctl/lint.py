@@ -88,6 +88,21 @@ SALT_ONLY_STATE = WarningCode(
     "the state keeps fingerprints keyed with a salt stored in it (format 3): whoever can read "
     "it can check guesses at its secrets, until `botctl state rekey`",
 )
+
+RENAME_SOURCE_MISSING = WarningCode(
+    "BC306",
+    "rename-source-missing",
+    "an attribute is renamedFrom a name the service does not hold: it is planned as a new "
+    "attribute, with no contact value to move",
+)
+
+CONTACTS_NOT_COUNTED = WarningCode(
+    "BC307",
+    "contacts-not-counted",
+    "the plan archives or renames an attribute and could not count the contacts carrying a "
+    "value for it (--no-contact-reads, the --max-contact-reads cap, a service without the "
+    "contact read)",
+)
 CODES: tuple[WarningCode, ...] = (
     ATTRIBUTE_NAME_STYLE,
     UNKNOWN_MODEL,
@@ -100,6 +115,8 @@ CODES: tuple[WarningCode, ...] = (
     READ_REFUSED,
     UNMANAGEABLE_DECLARED,
     SALT_ONLY_STATE,
+    RENAME_SOURCE_MISSING,
+    CONTACTS_NOT_COUNTED,
 )
 _BY_WORD = {word: c for c in CODES for word in (c.code, c.name)}
 

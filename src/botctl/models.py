@@ -30,7 +30,7 @@ from botctl.resources.registry import kind_of, kinds
 from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.resources.settings import secret_location as settings_secret_location
 from botctl.sealing import FingerprintKey, Sealed, Secret
-from botctl.values import net_worthy
+from botctl.values import JsonValue, net_worthy
 
 
 class BotSpec(BaseModel):
@@ -172,6 +172,9 @@ class BotRecord:
     verified_attributes: set[str] = field(default_factory=set)  # names
     sealed_settings: dict[str, Sealed] = field(default_factory=dict)
     sealed_attributes: dict[str, dict[str, Sealed]] = field(default_factory=dict)
+    # Renames under way (by the new attribute's name): the progress of moving the contacts'
+    # values (``resources.contacts.Progress``), so a run killed midway resumes there.
+    migrations: dict[str, JsonValue] = field(default_factory=dict)
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = field(default_factory=dict)
 

@@ -19,14 +19,16 @@ from botctl.sealing import FingerprintKey, Secret
 from botctl.values import JsonValue, net_worthy
 
 # "reassert": a value botctl cannot read back, sent again as last applied (`--reassert`).
-Action = Literal["create", "update", "archive", "unarchive", "reassert"]
+# "rename": an attribute declared with `renamedFrom`: created, the contacts' values moved to
+# it, the old one archived (one operation, `migrate_attribute`).
+Action = Literal["create", "update", "archive", "unarchive", "reassert", "rename"]
 Confidence = Literal["verified", "assumed", "unknown"]
 # "service": botctl read what the service lets it read (each change's confidence says what it
 # could verify); "none": it sent no read at all (--no-reads) and relied on its state file.
 Reads = Literal["service", "none"]
 ItemOp = Literal["add", "remove", "change"]
 
-ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive", "reassert")
+ACTIONS: tuple[Action, ...] = ("create", "update", "archive", "unarchive", "reassert", "rename")
 # A resource kind's name ("settings", "attribute", or a kind registered later: see
 # ``resources.registry``), and the kinds of operation each sends.
 Resource = str
@@ -117,6 +119,17 @@ class Change:
     confidence: Confidence
     flags: tuple[str, ...] = ()
     detail: tuple[ItemChange, ...] = ()
+    # An attribute's archive or rename: how many contacts carry a value for it (the old one,
+    # for a rename), counted when the plan was made; None when not counted, and
+    # ``contacts_note`` says why (--no-contact-reads, the read cap, a service without reads).
+    contacts_with_value: int | None = None
+    contacts_note: str = ""
+
+    @property
+    def carries_contacts(self) -> bool:
+        """Whether the change retires or moves contacts' values (so they are counted): an
+        archive or a rename, which only attributes have."""
+        return self.action in ("archive", "rename")
 
 
 @dataclass(frozen=True)
@@ -319,6 +332,12 @@ def change_document(bot: BotRef, change: Change) -> dict[str, Any]:
     }
     if change.detail:
         document["detail"] = detail_documents(change.detail)
+    if change.carries_contacts:
+        document["contacts_with_value"] = change.contacts_with_value
+        if change.contacts_note:
+            document["contacts_note"] = change.contacts_note
+    if change.action == "rename" and isinstance(change.before, dict):
+        document["renamed_from"] = change.before.get("name")
     return document
 
 

@@ -121,8 +121,12 @@ def test_settings_have_the_same_fields_and_rules_everywhere() -> None:
 def test_attributes_have_the_same_fields_and_rules_everywhere() -> None:
     from_models = shape(json_schema_defs()["CustomAttribute"])
     create = shape(openapi_schemas()["AttributeCreate"])
+    # Declared only (a rename's source, consent to archive values): botctl's, never sent.
+    declared_only = {"renamedFrom", "archiveWithValues"}
+    for name in declared_only:
+        from_models["properties"].pop(name)
     assert from_models == create
-    assert set(from_models["properties"]) == set(CustomAttribute.model_fields)
+    assert set(from_models["properties"]) | declared_only == set(CustomAttribute.model_fields)
 
 
 def test_lists_and_patterns_are_the_contracts() -> None:

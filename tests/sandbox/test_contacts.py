@@ -189,3 +189,53 @@ def test_list_401_429_500(api: httpx.Client, admin: httpx.Client, bot: str) -> N
         )
         # the glob's * crosses '/' (fnmatch), so this matches /api/v1/chatbots/bot-1/contacts
         assert api.get(BASE).status_code == status
+
+
+def test_bulk_contacts_by_admin(api: httpx.Client, admin: httpx.Client, bot: str) -> None:
+    """Thousands of contacts with typed values in one admin call; then paged as API-NOTES says."""
+    extra = [{"name": "score", "type": "number"}]
+    generate = [
+        {"count": 2500, "prefix": "p", "custom_attributes": {"plan": "pro-{i}", "score": 3}},
+        {"count": 500, "prefix": "n"},
+    ]
+    given = [{"external_id": "x1", "email": "x@example.com", "custom_attributes": {"plan": "x"}}]
+    response = admin.patch(
+        f"/_sandbox/chatbots/{bot}",
+        json={"attributes": extra, "generate_contacts": generate, "contacts": given},
+    )
+    assert response.status_code == 200, response.text
+    page = api.get(BASE, params={"per_page": 1000, "page": 3}).json()
+    assert page["total"] == 3001
+    assert page["pages"] == {"page": 3, "per_page": 1000, "total_pages": 4}
+    # The listed contacts first, then each generator's, in order.
+    assert [c["external_id"] for c in page["data"][:2]] == ["p2000", "p2001"]
+    assert page["data"][0]["custom_attributes"] == {"plan": "pro-2000", "score": 3}
+    first = api.get(BASE, params={"per_page": 1000}).json()["data"][:2]
+    assert [c["external_id"] for c in first] == ["x1", "p1"]
+    last = api.get(BASE, params={"per_page": 1000, "page": 4}).json()["data"]
+    assert [(c["external_id"], c["custom_attributes"]) for c in last] == [("n500", {})]
+    assert api.get(BASE, params={"per_page": 1001}).status_code == 400
+
+
+def test_bulk_contacts_are_checked(admin: httpx.Client, bot: str) -> None:
+    typed = admin.patch(
+        f"/_sandbox/chatbots/{bot}",
+        json={"generate_contacts": {"count": 3, "custom_attributes": {"plan": 3}}},
+    )
+    assert typed.status_code == 400
+    assert "must be a text value" in typed.json()["message"]
+    twice = admin.patch(
+        f"/_sandbox/chatbots/{bot}",
+        json={"contacts": [{"external_id": "a"}, {"external_id": "a"}]},
+    )
+    assert twice.status_code == 400
+    assert "Contact already exists" in twice.json()["message"]
+    assert admin.get("/_sandbox/state").json()["chatbots"][0]["contacts"] == []
+
+
+def test_archived_value_sent_back_unchanged(api: httpx.Client, ada: dict[str, Any]) -> None:
+    """A contact's map sent back whole: an archived attribute's own value is no update."""
+    api.put("/chatbots/bot-1/custom-attributes/plan", json={"archived": True})
+    same = api.patch(f"{BASE}/u1", json={"data": {"custom_attributes": {"plan": "pro"}}})
+    assert same.status_code == 200, same.text
+    assert same.json()["data"]["custom_attributes"] == {"plan": "pro"}

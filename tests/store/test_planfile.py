@@ -182,6 +182,7 @@ def test_summary_counts_actions() -> None:
         "archive": 1,
         "unarchive": 0,
         "reassert": 0,
+        "rename": 0,
         "unmanaged": 1,
         "unmanageable": 1,
         "unverified": 3,

@@ -13,6 +13,7 @@ from botctl.cli.options import (
     LOCK_TIMEOUT,
     REASSERT,
     config_options,
+    contact_options,
     no_state_notice,
     safety_options,
     service_options,
@@ -23,7 +24,8 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_SIGNAL_BASE, BotctlError, si
 from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
-    from botctl.plan import Plan
+    from botctl.plan import Operation, Plan
+    from botctl.resources.contacts import Progress as MigrationProgress
 
 NO_TERMINAL = (
     "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
@@ -58,6 +60,7 @@ NO_TERMINAL = (
 )
 @service_options
 @safety_options
+@contact_options
 def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **params: Any) -> int:
     """Apply the configuration (or a saved plan) to the service.
 
@@ -81,6 +84,9 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
     from botctl.reconcile.apply import Stop, StopEvent
     from botctl.reconcile.diff import missing_error
     from botctl.render import render_plan
+
+    def migration_line(op: Operation, now: MigrationProgress) -> str:
+        return f"{op.bot.name}: {now.line(op.subject)}"
 
     saved = None
     if plan_file is not None:
@@ -132,9 +138,20 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
                 "applied; the state records what finished."
             )
 
+    def migrating(op: Operation, now: MigrationProgress) -> None:
+        progress.note(migration_line(op, now))
+
     stop = Stop(drain_timeout, stopping)
     outcome = run_async(
-        run_apply(ws, saved=saved, show=show, confirm=confirm, on_result=progress.line, stop=stop),
+        run_apply(
+            ws,
+            saved=saved,
+            show=show,
+            confirm=confirm,
+            on_result=progress.line,
+            stop=stop,
+            on_migration=migrating,
+        ),
         stop=stop,
         unwritten="nothing was applied",
     )

@@ -148,6 +148,13 @@ class Progress:
         if self.live:
             click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
 
+    def note(self, text: str) -> None:
+        """A line between operations' lines (a rename's progress)."""
+        prefix = "\r\x1b[K" if self.live else ""
+        click.echo(f"{prefix}{inert(text)}")
+        if self.live:
+            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+
     def finish(self) -> None:
         if self.live:
             click.echo("\r\x1b[K", nl=False)

@@ -24,6 +24,7 @@ from click.shell_completion import CompletionItem
 from botctl.cli.console import err
 from botctl.defaults import (
     DEFAULT_MAX_ARCHIVES,
+    DEFAULT_MAX_CONTACT_READS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_PARALLELISM,
     DEFAULT_REQUEST_TIMEOUT,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from botctl.config.project import Project
     from botctl.config.selection import Requirement, Selection
     from botctl.pipeline.workspace import Workspace
+    from botctl.reconcile.usage import ContactPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 # github: workflow-command annotations for GitHub Actions (see README "In CI").
@@ -329,6 +331,32 @@ safety_options = stack(
     ),
 )
 
+# Contacts: the values archives retire and renames move (README "Contacts and their values").
+contact_options = stack(
+    click.option(
+        "--no-contact-reads",
+        is_flag=True,
+        envvar="BOTCTL_NO_CONTACT_READS",
+        help="Never read the contact list: the plan says how many contacts carry a value for "
+        "what it archives or renames is unknown (a rename cannot be applied) "
+        "[env BOTCTL_NO_CONTACT_READS=1].",
+    ),
+    click.option(
+        "--max-contact-reads",
+        type=click.IntRange(0),
+        metavar="N",
+        envvar="BOTCTL_MAX_CONTACT_READS",
+        help="Most contacts one run reads to count values; past it the count is unknown "
+        f"[env BOTCTL_MAX_CONTACT_READS; default: {DEFAULT_MAX_CONTACT_READS:,}].",
+    ),
+    click.option(
+        "--allow-archive-with-values",
+        is_flag=True,
+        help="Archive attributes that contacts carry values for (else the plan fails, naming "
+        "them; or set archiveWithValues: true on the attribute).",
+    ),
+)
+
 
 def no_state_notice(state: str | os.PathLike[str]) -> str:
     """What plan and apply say (on stderr) when they start without any state."""
@@ -421,6 +449,7 @@ def workspace(params: dict[str, Any]) -> Workspace:
             timeout=params.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT,
             max_response_bytes=params.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES,
             no_reads=bool(params.get("no_reads")),
+            no_contact_reads=bool(params.get("no_contact_reads")),
             trace=trace,
             secrets=secrets,
         ),
@@ -434,4 +463,15 @@ def workspace(params: dict[str, Any]) -> Workspace:
         force=bool(params.get("force")),
         reassert=bool(params.get("reassert")),
         skip_missing=bool(params.get("skip_missing")),
+        contacts=contact_policy(params),
+    )
+
+
+def contact_policy(params: dict[str, Any]) -> ContactPolicy:
+    from botctl.reconcile.usage import ContactPolicy
+
+    found = params.get("max_contact_reads")
+    return ContactPolicy(
+        max_reads=DEFAULT_MAX_CONTACT_READS if found is None else int(found),
+        allow_archive_with_values=bool(params.get("allow_archive_with_values")),
     )

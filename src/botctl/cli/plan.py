@@ -14,6 +14,7 @@ from botctl.cli.options import (
     FORMAT,
     REASSERT,
     config_options,
+    contact_options,
     no_state_notice,
     safety_options,
     service_options,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 @config_options
 @service_options
 @safety_options
+@contact_options
 @FORMAT
 @REASSERT
 @click.option(

@@ -90,8 +90,14 @@ class _Document:
 
 
 def _attribute(attribute: CustomAttribute) -> dict[str, JsonValue]:
-    """As a person declares it: ``archived`` only when true."""
-    return {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
+    """As a person declares it: ``archived`` only when true; the declared-only fields
+    (``renamedFrom``, ``archiveWithValues``) when given."""
+    shown = {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
+    if attribute.renamedFrom is not None:
+        shown["renamedFrom"] = attribute.renamedFrom
+    if attribute.archiveWithValues:
+        shown["archiveWithValues"] = True
+    return shown
 
 
 def _header(bot: ResolvedBot) -> str:

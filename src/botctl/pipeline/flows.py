@@ -3,6 +3,7 @@ refresh, and export's reads and baseline."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from botctl.config.export import Exported, document_files
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import (
     BotctlError,
+    ImpossibleChangeError,
     PlanError,
     ReadsUnavailable,
     ServiceError,
@@ -22,8 +24,8 @@ from botctl.errors import (
 )
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
-from botctl.plan import BotRef, Plan
-from botctl.reconcile import baseline
+from botctl.plan import BotRef, Operation, Plan
+from botctl.reconcile import baseline, usage
 from botctl.reconcile.apply import ApplyReport, OpResult, Stop, apply_plan
 from botctl.reconcile.diff import compute_plan, missing_error
 from botctl.reconcile.drift import DriftReport, compute_drift
@@ -35,6 +37,14 @@ from botctl.reconcile.freshness import (
 )
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
+from botctl.resources.contacts import (
+    ContactBudget,
+    Hooks,
+    Progress,
+    Usage,
+    count_values,
+    migrations,
+)
 from botctl.sealing import FingerprintKey
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
@@ -86,8 +96,10 @@ async def make_plan(ws: Workspace, *, saving: bool = False) -> Plan:
         state = load_state(backend)
         _choose_encryption(state, ws, backend)
         _require_key(state, desired, backend, create=saving)
-    live, notes = await _read(ws, desired.bots)
-    plan = _compute_plan(desired, live, state, ws, notes + tuple(state.warnings))
+    async with connect(_refs(desired.bots), ws.environ, _service(ws, desired.bots)) as clients:
+        live = await read_live(desired.bots, clients, concurrency=ws.parallelism)
+        notes = tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
+        plan = await _counted_plan(desired, live, state, ws, notes + tuple(state.warnings), clients)
     if saving and state.encrypted:
         if not isinstance(state.cipher, crypt.Cipher):
             assert state.state_key is not None  # _choose_encryption found or made it
@@ -144,6 +156,52 @@ def _require_key(state: State, desired: Desired, backend: StateBackend, *, creat
     state.state_key, state.key_hint = found.key, found.hint()
 
 
+async def _counted_plan(
+    desired: Desired,
+    live: Live,
+    state: State,
+    ws: Workspace,
+    notes: tuple[str, ...],
+    clients: Mapping[str, ServiceClient],
+) -> Plan:
+    """The plan, with the contacts that carry values for what it archives or renames counted
+    (``reconcile.usage``); refused when it archives values without consent. A plan the API
+    cannot make says what the refused type changes would strand."""
+    try:
+        plan = _compute_plan(desired, live, state, ws, notes)
+    except ImpossibleChangeError as exc:
+        found = usage.type_changes(desired, live)
+        if not found:
+            raise
+        lines = usage.type_change_lines(found, await _count_contacts(found, clients, ws))
+        raise ImpossibleChangeError(
+            f"{exc}\nContacts carrying values for the attributes whose type differs:\n"
+            + "\n".join(lines)
+        ) from None
+    plan = usage.annotate(plan, await _count_contacts(usage.wanted(plan), clients, ws))
+    usage.refuse_archives(plan, desired, ws.contacts)
+    return replace(plan, warnings=lint.without_disabled(plan.warnings, ws.disabled_warnings))
+
+
+async def _count_contacts(
+    found: Mapping[str, tuple[BotRef, list[str]]],
+    clients: Mapping[str, ServiceClient],
+    ws: Workspace,
+) -> dict[str, Usage]:
+    """One paged read of each chatbot's contacts that has something to count, and only of
+    those, within the run's cap."""
+    budget = ContactBudget(ws.contacts.max_reads)
+    limit = asyncio.Semaphore(max(1, ws.parallelism))
+
+    async def count(bot: BotRef, names: list[str]) -> Usage:
+        async with limit:
+            return await count_values(clients[bot.api_key_env], bot.chatbot_id, names, budget)
+
+    ids = list(found)
+    counted = await asyncio.gather(*(count(*found[chatbot_id]) for chatbot_id in ids))
+    return dict(zip(ids, counted, strict=True))
+
+
 def _compute_plan(
     desired: Desired, live: Live, state: State, ws: Workspace, notes: tuple[str, ...]
 ) -> Plan:
@@ -176,6 +234,7 @@ async def run_apply(
     confirm: Callable[[Plan], bool],
     on_result: Callable[[OpResult], None],
     stop: Stop | None = None,
+    on_migration: Callable[[Operation, Progress], None] = lambda op, progress: None,
 ) -> ApplyOutcome | None:
     """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
     ask ``confirm``, record the baseline the service verified, apply, record state, read
@@ -211,7 +270,7 @@ async def run_apply(
             else:
                 assert desired is not None
                 read_notes = (*refused_read_notes(clients), *state.warnings)
-                plan = _compute_plan(desired, live, state, ws, read_notes)
+                plan = await _counted_plan(desired, live, state, ws, read_notes, clients)
             show(plan)
             missing = missing_error(plan)
             if missing is not None and not ws.skip_missing:
@@ -225,6 +284,7 @@ async def run_apply(
                 writer.raise_if_failed()
                 return None
             enforce_safety(plan, force=ws.force)
+            _check_renames_can_read(plan, ws)
             if not confirm(plan):
                 return None
             _record(writer, baseline.matching(desired, live) if desired else ())
@@ -232,7 +292,8 @@ async def run_apply(
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
             stop.armed = True
             try:
-                report = await _apply_recording(plan, clients, writer, ws, on_result, stop)
+                hooks = _migration_hooks(writer, on_migration)
+                report = await _apply_recording(plan, clients, writer, ws, on_result, stop, hooks)
                 notes = (
                     []
                     if stop.requested
@@ -247,6 +308,20 @@ async def run_apply(
     return ApplyOutcome(
         plan, report, tuple(notes), state_error=writer.error, interrupted=stop.reason
     )
+
+
+def _check_renames_can_read(plan: Plan, ws: Workspace) -> None:
+    """A rename reads the contacts to move their values: refused before anything is sent
+    when this run may not read them."""
+    off = "--no-reads" if ws.service.no_reads else "--no-contact-reads"
+    if not (ws.service.no_reads or ws.service.no_contact_reads):
+        return
+    renames = [op.label for op in plan.operations if op.kind == "migrate_attribute"]
+    if renames:
+        raise PlanError(
+            f"a rename moves the contacts' values and must read them, which {off} forbids: "
+            f"{', '.join(renames)}; nothing was applied (run without {off})"
+        )
 
 
 def _protect(state: State, ws: Workspace, desired: Desired) -> None:
@@ -343,6 +418,7 @@ async def _apply_recording(
     ws: Workspace,
     on_result: Callable[[OpResult], None],
     stop: Stop,
+    hooks: Hooks,
 ) -> ApplyReport:
     """Apply, recording each success in the state as it happens (coalesced writes, each a
     compare-and-swap against the previous one)."""
@@ -352,7 +428,32 @@ async def _apply_recording(
             writer.record(result.operation)
         on_result(result)
 
-    return await apply_plan(plan, clients, on_result=record, parallelism=ws.parallelism, stop=stop)
+    # A rename's contact updates at once: twice the chatbots' bound, within the client's own
+    # pace (--rate-limit) and 429 regime.
+    with migrations(hooks, max(4, 2 * ws.parallelism)):
+        return await apply_plan(
+            plan, clients, on_result=record, parallelism=ws.parallelism, stop=stop
+        )
+
+
+def _migration_hooks(writer: StateWriter, shown: Callable[[Operation, Progress], None]) -> Hooks:
+    """A rename's progress goes to the state (written at the writer's pace, so a run killed
+    midway resumes about where it stopped) and to ``shown``."""
+
+    def recorded(op: Operation) -> Progress | None:
+        record = writer.state.record_for(op.bot.chatbot_id)
+        found = record.migrations.get(op.subject) if record is not None else None
+        return Progress.from_json(found, str(op.body["from"]))
+
+    def progress(op: Operation, now: Progress) -> None:
+        writer.state.record(op.bot).migrations[op.subject] = now.to_json()
+        writer.touched(
+            op.bot.chatbot_id,
+            f"{op.bot.name}: rename {now.source} -> {op.subject}: {now.moved} moved ({now.phase})",
+        )
+        shown(op, now)
+
+    return Hooks(recorded, progress)
 
 
 async def _read_back(

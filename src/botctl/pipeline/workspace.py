@@ -15,6 +15,7 @@ from botctl.config.selection import Selection
 from botctl.defaults import DEFAULT_PARALLELISM, DEFAULT_STATE_PATH
 from botctl.models import Desired
 from botctl.reconcile.safety import SafetyPolicy
+from botctl.reconcile.usage import ContactPolicy
 from botctl.service.options import ServiceOptions
 from botctl.store.backends import StateLocation
 
@@ -37,6 +38,9 @@ class Workspace:
     force: bool = False  # accept a plan that exceeds the safety caps
     reassert: bool = False  # also send managed settings that cannot be read back
     skip_missing: bool = False  # apply the others when chatbots are missing
+    # Counting contacts' values for archives and renames (--max-contact-reads), and consent to
+    # archive values (--allow-archive-with-values).
+    contacts: ContactPolicy = field(default_factory=ContactPolicy)
     # Values marked ${secret:...} once the configuration is loaded, for masking debug traces.
     secrets: set[str] = field(default_factory=set)
 

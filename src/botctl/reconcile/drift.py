@@ -269,8 +269,9 @@ def _classify(
     ]
     if basis is None:
         # Nothing recorded. An attribute that does not exist was declared since: attributes
-        # are never deleted, so the configuration moved. Any other value: nobody can tell.
-        if change.action == "create":
+        # are never deleted, so the configuration moved (a rename too: it declares a new
+        # attribute). Any other value: nobody can tell.
+        if change.action in ("create", "rename"):
             return DriftItem(bot, "pending", change.resource, change.path, change=change)
         return DriftItem(
             bot, "unknown_origin", change.resource, change.path, live=masked[0], desired=masked[1]

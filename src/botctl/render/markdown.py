@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
-from botctl.plan import FLAG_CUTS_OFF_USERS, Plan, Unmanageable
+from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan, Unmanageable
 from botctl.reconcile.drift import CLASSES, DriftReport
+from botctl.reconcile.usage import usage_text
 from botctl.render import blocks as md
 from botctl.render.text import (
     DRIFT_HEADINGS,
@@ -43,10 +44,13 @@ def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = Non
     _notes(doc, plan)
     archives = [(bot, c) for bot, c in plan.changes() if c.action == "archive"]
     others = [(bot, c) for bot, c in plan.changes() if c.action != "archive"]
-    columns = ["bot", "attribute", "confidence"]
+    columns = ["bot", "attribute", "contacts with a value", "confidence"]
     doc.section(
         ["", f"**To archive ({len(archives)})**", "", *_table_head(columns)],
-        [_table_row(b.name, md.code(c.path), c.confidence, noun="archive") for b, c in archives],
+        [
+            _table_row(b.name, md.code(c.path), _contacts(c), c.confidence, noun="archive")
+            for b, c in archives
+        ],
         [],
         "\n" + _cut_note("botctl plan"),
     )
@@ -54,10 +58,7 @@ def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = Non
     columns = ["bot", "action", "resource", "key", "confidence"]
     doc.section(
         ["", f"<details><summary>{title}</summary>", "", *_table_head(columns)],
-        [
-            _table_row(b.name, c.action, c.resource, md.code(c.path), c.confidence)
-            for b, c in others
-        ],
+        [_table_row(b.name, c.action, c.resource, _key(c), c.confidence) for b, c in others],
         ["", "</details>"],
         "\n" + _cut_note("botctl plan"),
     )
@@ -124,6 +125,20 @@ def unmanageable_rows(items: Iterable[Unmanageable]) -> list[md.Row]:
 
 def _table_head(columns: list[str]) -> list[str]:
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def _contacts(change: Change) -> str:
+    if change.contacts_with_value is None:
+        return md.text(f"unknown ({change.contacts_note})" if change.contacts_note else "unknown")
+    return f"{change.contacts_with_value:,}"
+
+
+def _key(change: Change) -> str:
+    """The key cell; a rename's names and its count."""
+    if change.action != "rename" or not isinstance(change.before, dict):
+        return md.code(change.path)
+    old = str(change.before.get("name"))
+    return f"{md.code(old)} -> {md.code(change.path)} ({md.text(usage_text(change))})"
 
 
 def _table_row(bot: str, *cells: str, noun: str = "change") -> md.Row:

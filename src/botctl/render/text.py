@@ -19,10 +19,18 @@ from botctl.plan import (
     Unmanageable,
 )
 from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
+from botctl.reconcile.usage import usage_text
 from botctl.resources.registry import kind_of
 from botctl.values import JsonValue
 
-SYMBOLS = {"create": "+", "update": "~", "archive": "-", "unarchive": "+", "reassert": "="}
+SYMBOLS = {
+    "create": "+",
+    "update": "~",
+    "archive": "-",
+    "unarchive": "+",
+    "reassert": "=",
+    "rename": ">",
+}
 ITEM_SYMBOLS = {"add": "+", "remove": "-", "change": "~"}
 COLOURS = {
     "create": "32",
@@ -30,6 +38,7 @@ COLOURS = {
     "archive": "31",
     "unarchive": "32",
     "reassert": "36",
+    "rename": "35",
     "warn": "1;31",
 }
 FLAG_TEXT = {FLAG_CUTS_OFF_USERS: "may cut users off"}
@@ -64,9 +73,10 @@ def fmt(value: JsonValue) -> str:
 def summary_line(plan: Plan) -> str:
     s = plan.summary()
     reassert = f", {s['reassert']} to reassert" if s["reassert"] else ""
+    rename = f", {s['rename']} to rename" if s["rename"] else ""
     line = (
         f"Plan: {s['create']} to create, {s['update']} to update, {s['archive']} to archive, "
-        f"{s['unarchive']} to unarchive{reassert} ({s['operations']} request(s) to send)."
+        f"{s['unarchive']} to unarchive{rename}{reassert} ({s['operations']} request(s) to send)."
     )
     extras = []
     if s["unmanaged"]:
@@ -120,7 +130,7 @@ def change_lines(change: Change, style: Style) -> list[str]:
         ]
     lines = kind_of(change.resource).render_lines(change, fmt)
     if lines is not None:
-        head = f"  {symbol} {change.action} {where}  ({change.confidence}){flags}"
+        head = f"  {symbol} {change.action} {subject(change)}  ({change.confidence}){flags}"
         return [head, *(f"      {line}" for line in lines)]
     if _is_multiline(change):
         head = f"  {symbol} {where}  ({change.confidence}){flags}"
@@ -130,6 +140,15 @@ def change_lines(change: Change, style: Style) -> list[str]:
     after = "(removed)" if change.after is None else fmt(change.after)
     head = f"  {symbol} {where}: {before} -> {after}  ({change.confidence}){flags}"
     return [head, *(_item_line(item) for item in change.detail)]
+
+
+def subject(change: Change) -> str:
+    """``attribute plan (1,204 contacts carry a value)``; a rename ``attribute plan -> tier``."""
+    where = f"{change.resource} {change.path}"
+    if change.action == "rename" and isinstance(change.before, dict):
+        where = f"{change.resource} {change.before.get('name')} -> {change.path}"
+    counted = usage_text(change)
+    return f"{where} ({counted})" if counted else where
 
 
 def warning_line(warning: str) -> str:

@@ -26,9 +26,9 @@ import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from botctl import contract, lint
 from botctl.errors import ApiError, ReadsUnavailable, ServiceError
@@ -43,6 +43,7 @@ from botctl.plan import (
     Unmanageable,
     Unmanaged,
 )
+from botctl.resources import contacts
 from botctl.resources.base import BotPlan, known_value
 from botctl.resources.kind import Basis, MutableParts, Parts
 from botctl.resources.settings import known_fields
@@ -69,6 +70,21 @@ class CustomAttribute(BaseModel):
     label: str | None = None
     description: str | None = None
     archived: bool = False
+    # Declared only, never sent or recorded (excluded from every dump): a rename that moves
+    # the contacts' values from the old name (resources.renames), and consent to archive an
+    # attribute contacts still carry values for.
+    renamedFrom: AttributeName | None = Field(
+        default=None,
+        exclude=True,
+        description="The attribute this one replaces: botctl creates this one, copies every "
+        "contact's value from the old name to this one, verifies, then archives the old one.",
+    )
+    archiveWithValues: bool = Field(
+        default=False,
+        exclude=True,
+        description="Archiving this attribute may retire the values contacts carry for it "
+        "(else a plan that archives it while contacts carry values fails).",
+    )
 
     def to_json(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -191,7 +207,12 @@ def plan_attributes(
     current = observed if observed is not None else recorded
     held = {record.name: record for record in off_contract if record.name is not None}
     by_case = {name.casefold(): name for name in [*held, *current]}
+    from botctl.resources.renames import plan_renames  # it builds on this module
+
+    renamed = plan_renames(bot, declared, observed, recorded, secrets, out)
     for attribute in declared:
+        if attribute.name in renamed.created:
+            continue
         if attribute.name in held and attribute.name not in current:
             reason = mask_secrets_in_text(held[attribute.name].reason, secrets)
             out.warnings.append(
@@ -208,7 +229,7 @@ def plan_attributes(
             continue
         _plan_declared(bot, attribute, observed, recorded, secrets, out)
     out.active_attributes = sum(not a.archived for a in current.values())
-    names = {attribute.name for attribute in declared}
+    names = {attribute.name for attribute in declared} | renamed.sources
     for name in sorted(set(current) - names):
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in ignore):
             continue
@@ -381,6 +402,12 @@ async def send(op: Operation, client: AttributeWriter) -> str:
         if await _probe_update(op, client, dict(op.body)):
             return "existed; updated (its type could not be verified)"
         return await _create_once(op, client, dict(op.fallback or {}))
+    if op.kind == "migrate_attribute":
+        created = dict(op.body.get("create") or {})
+        # The client is the service client, which reads and writes contacts too.
+        return await contacts.migrate_in_run(
+            op, cast(contacts.ContactWriter, client), lambda: _create_once(op, client, created)
+        )
     return await _create_once(op, client, dict(op.body))
 
 
@@ -447,8 +474,11 @@ async def _exists_after_doubt(op: Operation, client: AttributeWriter, body: dict
 
 
 def fold(recorded: dict[str, CustomAttribute], op: Operation) -> None:
-    """Record what botctl manages of the attribute ``op`` wrote."""
+    """Record what botctl manages of the attribute ``op`` wrote (a rename: the new one, and
+    the old one archived)."""
     recorded[op.subject] = CustomAttribute.model_validate(op.state_record)
+    if op.kind == "migrate_attribute" and isinstance(op.fallback, dict):
+        recorded[str(op.fallback["name"])] = CustomAttribute.model_validate(op.fallback)
 
 
 def read_back_notes(op: Operation, observed: Mapping[str, CustomAttribute]) -> list[str]:
@@ -509,7 +539,14 @@ class AttributesKind:
 
     name = "attribute"
     order = 1
-    operation_kinds = ("create_attribute", "update_attribute", "ensure_attribute")
+    # migrate_attribute: a rename (``renamedFrom``) that moves the contacts' values
+    # (``resources.renames`` plans it, ``resources.contacts.migrate`` carries it out).
+    operation_kinds = (
+        "create_attribute",
+        "update_attribute",
+        "ensure_attribute",
+        "migrate_attribute",
+    )
     item_detail = False  # an attribute's detail is its fields (``render_lines``)
     state_keys: tuple[str, ...] = ()  # the state format's own fields (``store.state``)
     absent_shown: str | None = "absent"
@@ -614,6 +651,7 @@ class AttributesKind:
 
     def fold(self, record: MutableParts, op: Operation) -> None:
         fold(record.part("attributes"), op)
+        record.part("migrations").pop(op.subject, None)  # a rename done: no progress to keep
         record.part("verified_attributes").discard(op.subject)
         record.part("sealed_attributes").pop(op.subject, None)
 

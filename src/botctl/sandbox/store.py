@@ -241,6 +241,24 @@ class Store:
                 (chatbot_id, record["external_id"], json.dumps(record)),
             )
 
+    def add_contacts(self, chatbot_id: str, records: list[JSON]) -> None:
+        """Many at once, in one statement (the seed's and admin API's bulk path)."""
+        with self.atomic() as c:
+            c.executemany(
+                "INSERT INTO contacts (chatbot_id, external_id, record) VALUES (?, ?, ?)",
+                [(chatbot_id, r["external_id"], json.dumps(r)) for r in records],
+            )
+
+    def contact_keys(self, chatbot_id: str) -> tuple[set[str], set[str]]:
+        """Every external id and (lower-cased) e-mail of the chatbot's contacts."""
+        ids: set[str] = set()
+        emails: set[str] = set()
+        for record in self.contacts(chatbot_id):
+            ids.add(record["external_id"])
+            if record.get("email"):
+                emails.add(str(record["email"]).lower())
+        return ids, emails
+
     def replace_contact(self, chatbot_id: str, external_id: str, record: JSON) -> None:
         with self.atomic() as c:
             c.execute(

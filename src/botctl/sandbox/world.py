@@ -37,6 +37,73 @@ def _attribute_list(value: Any, where: str) -> list[Any]:
     return value
 
 
+# Contacts made in bulk: a seed or a test needs thousands quickly (one insert, no v1 request).
+MAX_GENERATED_CONTACTS = 1_000_000
+
+
+def _contact_list(value: Any, where: str) -> list[JSON]:
+    from botctl.sandbox.routes_contacts import user_objects
+
+    return user_objects(value, where, limit=None)
+
+
+def _generated(value: Any, where: str) -> JSON:
+    """`{"count": N, "prefix": "c", "start": 1, "custom_attributes": {...}}`: contacts
+    `<prefix><i>` for i from start, each with those values (`{i}` in a text value is i)."""
+    spec = v.obj(
+        value,
+        where,
+        {"count": v.integer, "prefix": v.string, "start": v.integer, "custom_attributes": _map},
+    )
+    count = spec.get("count")
+    if not isinstance(count, int) or not 1 <= count <= MAX_GENERATED_CONTACTS:
+        raise v.Invalid(f"{where}.count: required, 1 to {MAX_GENERATED_CONTACTS}")
+    return spec
+
+
+def _map(value: Any, where: str) -> JSON:
+    if not isinstance(value, dict):
+        raise v.Invalid(f"{where}: must be an object")
+    return value
+
+
+def _expand(spec: JSON) -> list[JSON]:
+    prefix, start = spec.get("prefix", "contact-"), spec.get("start", 1)
+    values = spec.get("custom_attributes", {})
+    users = []
+    for i in range(start, start + spec["count"]):
+        attrs = {
+            k: val.replace("{i}", str(i)) if isinstance(val, str) else val
+            for k, val in values.items()
+        }
+        users.append({"external_id": f"{prefix}{i}", "custom_attributes": attrs})
+    return users
+
+
+def add_contacts(store: Store, chatbot_id: str, fields: JSON) -> int:
+    """The `contacts` (v1 create shape) and `generate_contacts` of an admin call or a seed,
+    validated like the v1 create, stored in one go. Returns how many were added."""
+    from botctl.sandbox.routes_contacts import Clash, build_contacts
+
+    users = list(fields.get("contacts", []))
+    for i, spec in enumerate(fields.get("generate_contacts", [])):
+        users += _expand(_generated(spec, f"generate_contacts[{i}]"))
+    if not users:
+        return 0
+    try:
+        records = build_contacts(store, chatbot_id, users, "contacts")
+    except Clash as exc:
+        raise v.Invalid(f"contacts: {exc.message} ({exc.detail})") from None
+    store.add_contacts(chatbot_id, records)
+    return len(records)
+
+
+def _generator_list(value: Any, where: str) -> list[Any]:
+    if isinstance(value, dict):
+        return [value]
+    return _attribute_list(value, where)
+
+
 def dashboard_rules(config: SandboxConfig) -> v.Rules:
     """What a dashboard edit may store: the v1 write's rules, plus values the contract
     allows and the v1 write refuses (see `Rules`)."""
@@ -50,6 +117,8 @@ def _spec(rules: v.Rules) -> dict[str, v.Check]:
         "settings": rules.settings,
         "attributes": _attribute_list,
         "icon": v.boolean,
+        "contacts": _contact_list,
+        "generate_contacts": _generator_list,
     }
 
 
@@ -85,11 +154,13 @@ def create_chatbot(store: Store, spec: Any, rules: v.Rules) -> str:
         )
         for record in records:
             store.put_attribute(fields["id"], record)
+        add_contacts(store, fields["id"], fields)
     return str(fields["id"])
 
 
 def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> None:
-    """Partial settings (nested objects replace whole); attributes upserted by exact name.
+    """Partial settings (nested objects replace whole); attributes upserted by exact name;
+    `contacts` (v1 create shape, any number) and `generate_contacts` added after them.
 
     Unlike the v1 PUT, an omitted `archived` leaves the flag alone: a dashboard edit changes
     only what it shows. The type of an existing attribute cannot change.
@@ -104,6 +175,8 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
         "attributes": _attribute_list,
         "off_contract_attributes": _attribute_list,
         "icon": v.boolean,
+        "contacts": _contact_list,
+        "generate_contacts": _generator_list,
     }
     fields = v.obj(spec, "", checks)
     with store.atomic():
@@ -129,6 +202,7 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
             store.put_attribute(chatbot_id, record)
         for item in fields.get("off_contract_attributes", []):
             store.put_raw_attribute(chatbot_id, item)
+        add_contacts(store, chatbot_id, fields)
 
 
 def _load_seed(path: Path) -> JSON:

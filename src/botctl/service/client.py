@@ -36,6 +36,7 @@ import functools
 import ssl
 from collections import Counter
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
 from typing import Any
@@ -43,6 +44,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from botctl import contract
 from botctl.defaults import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -124,6 +126,7 @@ class ServiceClient:
         max_connections: int = 32,
         secrets: Collection[str] = (),
         in_flight: InFlight | None = None,
+        contact_reads: bool = True,
     ) -> None:
         check_api_key(key_name, api_key)
         self.base_url = base_url.rstrip("/")
@@ -133,6 +136,8 @@ class ServiceClient:
         self.max_response_bytes = max_response_bytes
         self.in_flight = in_flight or InFlight(IN_FLIGHT_CAPS * max_response_bytes)
         self.reads = reads
+        # --no-contact-reads: the contact list is never requested (``ReadsUnavailable``).
+        self.contact_reads = contact_reads
         self.stats = RequestStats()
         # Reads the deployment said it does not offer: (operation, status) -> how often.
         self.refused_reads: Counter[tuple[str, int]] = Counter()
@@ -234,6 +239,42 @@ class ServiceClient:
         reply = await self._send(call)
         return self._say.json_of(call, reply) if reply.content.strip() else None
 
+    async def list_contacts(
+        self, chatbot_id: str, page: int, per_page: int = contract.CONTACTS_PAGE_SIZE_MAX
+    ) -> ContactPage:
+        """One page of the chatbot's contacts (4.5; `per_page`/`page` per API-NOTES)."""
+        path = f"/chatbots/{_seg(chatbot_id)}/contacts?per_page={per_page}&page={page}"
+        call = Call("GET", path, "read contacts", "read", chatbot_id)
+        if not self.contact_reads:
+            raise ReadsUnavailable(
+                call.operation,
+                "contact reads are off (--no-contact-reads); nothing was sent",
+                status=None,
+                chatbot_id=chatbot_id,
+            )
+        body = self._say.json_of(call, await self._send(call))
+        records = body.get("data") if isinstance(body, dict) else body
+        shape = '{"data": [...], "total": N, "pages": {...}}'
+        contacts = self._say.records(call, records, shape, "the contact list")
+        total = body.get("total") if isinstance(body, dict) else None
+        pages = body.get("pages") if isinstance(body, dict) else None
+        total_pages = pages.get("total_pages") if isinstance(pages, dict) else None
+        return ContactPage(
+            contacts,
+            total if _count(total) else None,
+            total_pages if _count(total_pages) else None,
+        )
+
+    async def update_contact(
+        self, chatbot_id: str, contact_id: str, custom_attributes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """4.7, sending only `custom_attributes` (whole: correct whether the service merges
+        or replaces the map). The same body twice leaves the same contact: retryable."""
+        path = f"/chatbots/{_seg(chatbot_id)}/contacts/{_seg(contact_id)}"
+        body = {"data": {"custom_attributes": custom_attributes}}
+        call = Call("PATCH", path, f"update contact {contact_id}", "idempotent", chatbot_id, body)
+        return _data(await self._send(call))
+
     # -- the request loop -------------------------------------------------------------------
 
     async def _send(self, call: Call) -> Reply:
@@ -332,6 +373,19 @@ class ServiceClient:
         # Belt and braces: nothing we format contains the key, but a service or proxy might
         # echo the Authorization header (or a secret of a body) back in what we quote.
         return redact(text, (self._api_key,), self._secrets)
+
+
+@dataclass(frozen=True)
+class ContactPage:
+    """One page of contacts as read; ``total`` and ``total_pages`` None when not given."""
+
+    contacts: list[dict[str, Any]]
+    total: int | None
+    total_pages: int | None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _data(reply: Reply) -> dict[str, Any]:

@@ -117,6 +117,7 @@ async def connect(
             timeout=options.timeout,
             max_response_bytes=options.max_response_bytes,
             reads=not options.no_reads,
+            contact_reads=not options.no_contact_reads,
             secrets=options.secrets,
             in_flight=in_flight,
             retry=RetryPolicy(

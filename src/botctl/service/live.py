@@ -77,6 +77,8 @@ def refused_read_notes(clients: Mapping[str, ServiceClient]) -> tuple[str, ...]:
     notes = []
     for client in {id(c): c for c in clients.values()}.values():
         for (operation, status), count in sorted(client.refused_reads.items()):
+            if operation not in _READ_SUBJECTS:
+                continue  # the contact list: a count the plan says is unknown, not a fallback
             subject = _READ_SUBJECTS.get(operation, operation)
             times = f" for {count} chatbots" if count > 1 else ""
             notes.append(

@@ -19,6 +19,7 @@ class ServiceOptions:
     timeout: float = DEFAULT_REQUEST_TIMEOUT  # one whole attempt (--request-timeout)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # decoded (--max-response-bytes)
     no_reads: bool = False  # send no read at all, work from state (--no-reads)
+    no_contact_reads: bool = False  # never read the contact list (--no-contact-reads)
     # Models the embedded sandbox accepts beside the contract's list: the configuration's
     # own when it is run with --allow-unknown-models, so that --sandbox agrees with it.
     sandbox_models: tuple[str, ...] = ()

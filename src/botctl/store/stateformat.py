@@ -73,6 +73,8 @@ class _RecordFile(BaseModel):
     verified_settings: tuple[str, ...] = ()
     attributes: dict[str, CustomAttribute] = Field(default_factory=dict)
     verified_attributes: tuple[str, ...] = ()
+    # Renames under way (written only while there are some): see BotRecord.migrations.
+    migrations: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Taken from where they stand in the file (never written under these names).
     sealed_settings: dict[str, _Fingerprint] = Field(default_factory=dict)
     sealed_attributes: dict[str, dict[str, _Fingerprint]] = Field(default_factory=dict)
@@ -192,6 +194,7 @@ def parse_state(text: str, where: str) -> State:
                 name: {k: Sealed(f) for k, f in fields.items()}
                 for name, fields in rec.sealed_attributes.items()
             },
+            migrations=dict(rec.migrations),
             parts=_kind_parts(where, chatbot_id, rec.kind_records),
         )
         for chatbot_id, rec in parsed.bots.items()

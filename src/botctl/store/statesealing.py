@@ -97,7 +97,7 @@ def record_document(state: State, chatbot_id: str) -> dict[str, Any]:
             for path, value in record.settings.leaves.items()
         }
         settings = encode(unflatten({**leaves, **record.sealed_settings}))
-    return {
+    document = {
         "bot": record.bot,
         "settings": settings,
         "verified_settings": sorted(record.verified_settings),
@@ -108,6 +108,11 @@ def record_document(state: State, chatbot_id: str) -> dict[str, Any]:
         "verified_attributes": sorted(record.verified_attributes),
         **_kind_documents(state, record, secret),
     }
+    if record.migrations:  # renames under way only (see BotRecord.migrations)
+        document["migrations"] = {
+            name: record.migrations[name] for name in sorted(record.migrations)
+        }
+    return document
 
 
 def _kind_documents(

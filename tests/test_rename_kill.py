@@ -1,0 +1,173 @@
+"""A rename killed (SIGKILL) at random instants of its migration, each followed by a re-run:
+every value moved, none lost or overwritten, the old attribute archived only at the end.
+
+uv run pytest -m slow tests/test_rename_kill.py -s         # the slow suite: 50 instants
+BOTCTL_KILL_INSTANTS=200 uv run pytest tests/test_rename_kill.py -s   # any number
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from botctl.store.state import load_state
+from tests.e2e_support import KEY, Bench, bot_yaml
+
+SAMPLE, SLOW_SUITE = 3, 50  # instants in the default run, and in the slow suite (-m slow)
+CARRIERS, OTHERS, ALREADY = 2400, 150, 50
+RENAMED = "- {name: tier, type: text, label: Tier, renamedFrom: plan}"
+EDITED = "edited by a person after the kill"
+
+
+def instants(config: pytest.Config) -> int:
+    if "BOTCTL_KILL_INSTANTS" in os.environ:
+        return int(os.environ["BOTCTL_KILL_INSTANTS"])
+    return SLOW_SUITE if config.option.markexpr.strip() == "slow" else SAMPLE
+
+
+def fresh_world(bench: Bench) -> None:
+    bench.admin("POST", "/reset")
+    generate = [
+        {"count": CARRIERS, "prefix": "c", "custom_attributes": {"plan": "pro-{i}", "n": 1}},
+        {"count": OTHERS, "prefix": "o", "custom_attributes": {"n": 2}},
+    ]
+    # Contacts that carry both already (a value set by hand in the new name too): right.
+    already = [
+        {"external_id": f"a{i}", "custom_attributes": {"plan": f"x{i}", "tier": f"x{i}"}}
+        for i in range(ALREADY)
+    ]
+    attributes = [
+        {"name": "plan", "type": "text"},
+        {"name": "n", "type": "number"},
+        {"name": "tier", "type": "text", "label": "Tier"},
+    ]
+    bench.create_bot("bot-1", attributes=attributes, contacts=already, generate_contacts=generate)
+    # tier is made with the contacts above; the rename would otherwise create it. Half the
+    # instants start without it (below), so the create is among what a kill can interrupt.
+    bench.clear_log()
+
+
+def world_without_tier(bench: Bench) -> None:
+    bench.admin("POST", "/reset")
+    generate = [
+        {"count": CARRIERS, "prefix": "c", "custom_attributes": {"plan": "pro-{i}", "n": 1}},
+        {"count": OTHERS, "prefix": "o", "custom_attributes": {"n": 2}},
+    ]
+    attributes = [{"name": "plan", "type": "text"}, {"name": "n", "type": "number"}]
+    bench.create_bot("bot-1", attributes=attributes, generate_contacts=generate)
+    bench.clear_log()
+
+
+def contacts(bench: Bench) -> dict[str, dict[str, Any]]:
+    world = bench.admin("GET", "/state")["chatbots"][0]
+    return {c["external_id"]: c["custom_attributes"] for c in world["contacts"]}
+
+
+def attribute(bench: Bench, name: str) -> dict[str, Any] | None:
+    world = bench.admin("GET", "/state")["chatbots"][0]
+    return next((a for a in world["attributes"] if a["name"] == name), None)
+
+
+def wait_until_quiet(bench: Bench) -> None:
+    log = len(bench.requests())
+    while True:
+        time.sleep(0.2)
+        again = len(bench.requests())
+        if again == log:
+            return
+        log = again
+
+
+@pytest.fixture
+def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
+    server = sandbox_factory(latency_ms=3)
+    b = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+    b.write("support.yaml", bot_yaml(attributes=RENAMED + "\n- {name: n, type: number}"))
+    return b
+
+
+def start_apply(bench: Bench) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url, "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve"]
+    argv += ["--state", str(bench.state_path), str(bench.config_dir)]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.slow
+def test_rename_killed_at_random_instants(
+    bench: Bench, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(20261125)
+    count = instants(request.config)
+    phases: dict[str, int] = {}
+    for instant in range(count):
+        with_tier = instant % 2 == 0
+        (fresh_world if with_tier else world_without_tier)(bench)
+        bench.state_path.unlink(missing_ok=True)
+        proc = start_apply(bench)
+        time.sleep(rng.uniform(0.3, 7.0))  # from start-up to past the end of the rename
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        wait_until_quiet(bench)  # what the dead run sent has landed
+
+        # At the kill: the old attribute is archived only if every value had moved.
+        load_state(bench.state_path)  # valid, or absent: never half-written
+        held = contacts(bench)
+        plan = attribute(bench, "plan")
+        moved = sum(1 for i in range(1, CARRIERS + 1) if held[f"c{i}"].get("tier") == f"pro-{i}")
+        assert plan is not None
+        if plan["archived"]:
+            assert moved == CARRIERS, f"instant {instant}: archived with {moved} moved"
+        if plan["archived"]:
+            phase = "done"
+        elif moved == CARRIERS:
+            phase = "verifying or archiving"
+        else:
+            phase = "copying" if moved else "before copying"
+        phases[phase] = phases.get(phase, 0) + 1
+
+        # A person edits one moved contact meanwhile (new value, old cleared): never undone.
+        edited = next(
+            (f"c{i}" for i in range(1, CARRIERS + 1, 97) if held[f"c{i}"].get("tier")), None
+        )
+        if edited is not None and not plan["archived"]:
+            httpx.patch(
+                f"{bench.api_url}/chatbots/bot-1/contacts/{edited}",
+                json={"data": {"custom_attributes": {"tier": EDITED, "plan": None}}},
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=10,
+            ).raise_for_status()
+        else:
+            edited = None
+
+        assert bench.run("unlock", "--state", str(bench.state_path)).exit_code == 0
+        rerun = bench.run("apply", "--auto-approve", str(bench.config_dir))
+        assert rerun.exit_code == 0, rerun.output
+
+        held = contacts(bench)
+        for i in range(1, CARRIERS + 1):
+            want = EDITED if f"c{i}" == edited else f"pro-{i}"
+            assert held[f"c{i}"].get("tier") == want, (instant, i, held[f"c{i}"])
+            assert held[f"c{i}"]["n"] == 1  # the contact's other values untouched
+        if with_tier:
+            assert all(held[f"a{i}"]["tier"] == f"x{i}" for i in range(ALREADY))
+        assert all("tier" not in held[f"o{i}"] for i in range(1, OTHERS + 1))
+        plan = attribute(bench, "plan")
+        assert plan is not None
+        assert plan["archived"] is True
+        state = load_state(bench.state_path)
+        assert state.bots["bot-1"].migrations == {}
+        assert state.bots["bot-1"].attributes["plan"].archived
+        assert bench.plan_json(str(bench.config_dir))["changes"] == []
+    with capsys.disabled():
+        print(f"\nrename kills: {count} instants: {phases}")
+    assert sum(phases.values()) == count
