@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from botctl.cli.console import Progress, colour_enabled, err, run_async
+from botctl.cli.console import Progress, colour_enabled, confirm_prompt, err, run_async
 from botctl.cli.options import (
     LOCK_TIMEOUT,
     REASSERT,
@@ -108,7 +108,8 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
         # Asked only now: a plan without changes needs no confirmation, terminal or not.
         if not sys.stdin.isatty():
             raise BotctlError(NO_TERMINAL)
-        if click.confirm("\nApply these changes?", default=False):
+        click.echo()
+        if confirm_prompt("Apply these changes?", default=False):
             return True
         declined.append(True)
         return False

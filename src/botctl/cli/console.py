@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import sys
 import threading
@@ -59,7 +60,11 @@ def run_async(coro: Coroutine[Any, Any, T], *, stop: Stop | None = None, unwritt
     signals = _Signals(stop)
 
     async def main() -> None:
-        signals.loop = asyncio.get_running_loop()
+        signals.loop = loop = asyncio.get_running_loop()
+        if wakeup is not None:
+            # The loop's wait ends when a signal arrives, even one that came just before it
+            # began waiting (its handler then runs, in the callback, at once).
+            loop.add_reader(wakeup, _drain, wakeup)
         try:
             results.append(await coro)
         except KeyboardInterrupt:
@@ -67,9 +72,12 @@ def run_async(coro: Coroutine[Any, Any, T], *, stop: Stop | None = None, unwritt
                 raise
             # Ours, and the run unwound to here (locks released): end without a result, and
             # without leaving asyncio an exception to report about this task.
+        finally:
+            if wakeup is not None:
+                loop.remove_reader(wakeup)
 
     try:
-        with signals.handled():
+        with signals.handled(), _signal_wakeup() as wakeup:
             asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError, click.exceptions.Abort):
         if signals.first is None:
@@ -81,10 +89,87 @@ def run_async(coro: Coroutine[Any, Any, T], *, stop: Stop | None = None, unwritt
     return results[0]
 
 
+def confirm_prompt(question: str, *, default: bool = False) -> bool:
+    """``click.confirm``'s question and answers (y/yes, n/no, Enter for ``default``; end of
+    input aborts), but read so that a signal always interrupts it.
+
+    ``click.confirm`` reads with ``input()``, which blocks in C: a signal that lands after the
+    question is written but before the read begins only marks the Python-level handler as
+    due, and the read then waits for a line that may never come (Ctrl-C at the prompt left
+    botctl hanging). Here the wait is a ``select`` on the terminal and a signal wakeup pipe
+    (``signal.set_wakeup_fd``), which the C-level handler writes to whenever the signal
+    arrives, so the wait ends and the handler runs (and, in ``run_async``, interrupts the
+    run)."""
+    stdin = sys.stdin.fileno()
+    while True:
+        click.echo(f"{question} [{'Y/n' if default else 'y/N'}]: ", nl=False)
+        with _signal_wakeup() as wakeup:
+            line = _read_line(stdin, wakeup)
+        if line is None:  # end of input (Ctrl-D), as click.confirm
+            click.echo()
+            raise click.exceptions.Abort()
+        answer = line.decode(errors="replace").strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+        if not answer:
+            return default
+        click.echo("Error: invalid input", err=True)
+
+
+def _read_line(fd: int, wakeup: int | None) -> bytes | None:
+    """One line from ``fd`` (None at end of input), waiting also on ``wakeup``: the Python
+    signal handlers run as soon as it is readable (a signal arrived)."""
+    watched = [fd] if wakeup is None else [fd, wakeup]
+    data = b""
+    while not data.endswith(b"\n"):
+        ready = select.select(watched, [], [])[0]
+        if wakeup is not None and wakeup in ready:
+            _drain(wakeup)  # the handler runs here (or already ran): it may raise
+        if fd in ready:
+            chunk = os.read(fd, 1024)
+            if not chunk:
+                return data or None
+            data += chunk
+    return data
+
+
+@contextlib.contextmanager
+def _signal_wakeup() -> Iterator[int | None]:
+    """A pipe the C-level signal handler writes a byte to whenever a signal arrives (yields
+    its read end), for the span of the block; None outside the main thread (where signals
+    are not handled) or where select cannot wait on a pipe. The previous wakeup descriptor
+    is restored after."""
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    read_end, write_end = os.pipe()
+    try:
+        for fd in (read_end, write_end):
+            os.set_blocking(fd, False)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        try:
+            yield read_end
+        finally:
+            signal.set_wakeup_fd(previous)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 512):
+            pass
+
+
 class _Signals:
     """SIGINT and SIGTERM for one run (see ``run_async``). A Python-level handler rather than
     the event loop's: it must also break a blocking wait (the confirmation prompt, a lock
-    wait), which only an exception raised in the main thread does."""
+    wait), which only an exception raised in the main thread does. Such a handler runs only
+    once the main thread is back in Python code: every wait in a run therefore also watches
+    a signal wakeup pipe (``_signal_wakeup``), or is short (the lock's polling)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
