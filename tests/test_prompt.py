@@ -87,6 +87,51 @@ def test_ctrl_c_at_the_prompt_applies_nothing_and_exits_130(bench: Bench) -> Non
     assert not bench.state_path.with_name("state.json.lock").exists()
 
 
+@pytest.mark.parametrize("round_", range(3))
+@pytest.mark.parametrize(
+    "instant", [b"Apply these", QUESTION], ids=["as-the-question-starts", "once-asked"]
+)
+def test_ctrl_c_at_any_instant_around_the_prompt_exits_130(
+    bench: Bench, instant: bytes, round_: int
+) -> None:
+    """Repeated, because the bug this guards against was a race: a SIGINT landing after the
+    question was written but before the read began left botctl waiting for a line forever
+    (1 run in 3 or 4 under load), since only its Python-level handler was due."""
+    terminal = Terminal(bench)
+    terminal.read_until(instant)
+    terminal.proc.send_signal(signal.SIGINT)
+    code, output = terminal.finish()
+    assert code == 130, output
+    assert "Interrupted by SIGINT: nothing was applied." in output
+    assert bench.writes() == []
+    assert not bench.state_path.with_name("state.json.lock").exists()
+
+
+def test_end_of_input_at_the_prompt_aborts_and_applies_nothing(bench: Bench) -> None:
+    terminal = Terminal(bench)
+    terminal.read_until(QUESTION)
+    os.write(terminal.master, b"\x04")  # Ctrl-D on an empty line: end of input
+    code, output = terminal.finish()
+    assert code == 1, output
+    assert "Aborted: nothing was applied." in output
+    assert bench.writes() == []
+    assert not bench.state_path.with_name("state.json.lock").exists()
+
+
+def test_an_unclear_answer_is_asked_again(bench: Bench) -> None:
+    terminal = Terminal(bench)
+    terminal.read_until(QUESTION)
+    os.write(terminal.master, b"maybe\n")
+    terminal.read_until(b"Error: invalid input")
+    terminal.seen = terminal.seen.split(b"Error: invalid input", 1)[1]
+    terminal.read_until(QUESTION)
+    assert bench.writes() == []
+    os.write(terminal.master, b"YES\n")
+    code, output = terminal.finish()
+    assert code == 0, output
+    assert "Apply complete: 1 applied, 0 failed, 0 not attempted." in output
+
+
 def test_accepting_at_the_prompt_applies(bench: Bench) -> None:
     terminal = Terminal(bench)
     terminal.read_until(QUESTION)
