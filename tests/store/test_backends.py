@@ -162,20 +162,40 @@ def test_second_lock_fails_fast_naming_the_holder(state: StateUnderTest) -> None
     assert read_lock(state.url) is None
 
 
-def test_a_waiting_lock_gets_it_once_released(state: StateUnderTest) -> None:
+def test_a_waiting_lock_gets_it_once_released(
+    state: StateUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first lock is released only once the second has been refused (it is waiting),
+    and ``releasing`` is set before the release begins: the second can get the lock only
+    after that, whatever the scheduling."""
     first = StateLock(state.url)
     first.acquire()
-    released = threading.Event()
+    refused = threading.Event()
+    releasing = threading.Event()
 
-    def release_soon() -> None:
-        until(lambda: read_lock(state.url), "the lock")
+    def release_once_waited_on() -> None:
+        refused.wait(60)  # a bound, not a timing: the assertion below says if it ran out
+        releasing.set()
         first.release()
-        released.set()
 
-    threading.Thread(target=release_soon).start()
-    with StateLock(state.url, timeout=120) as second:
-        assert released.is_set()
-        assert read_lock(state.url) == second.info
+    with open_backend(state.url) as backend:
+        create_lock = backend.create_lock
+
+        def create_noting_refusals(info: LockInfo) -> bool:
+            created = create_lock(info)
+            if not created:
+                refused.set()
+            return created
+
+        monkeypatch.setattr(backend, "create_lock", create_noting_refusals)
+        releaser = threading.Thread(target=release_once_waited_on, daemon=True)
+        releaser.start()
+        with StateLock(backend, timeout=120) as second:
+            assert refused.is_set(), "the second lock never waited"
+            assert releasing.is_set()
+            assert read_lock(state.url) == second.info
+        releaser.join(60)
+    assert read_lock(state.url) is None
 
 
 def test_release_leaves_a_lock_taken_after_a_forced_unlock(state: StateUnderTest) -> None:
