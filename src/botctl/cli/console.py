@@ -100,6 +100,8 @@ def confirm_prompt(question: str, *, default: bool = False) -> bool:
     (``signal.set_wakeup_fd``), which the C-level handler writes to whenever the signal
     arrives, so the wait ends and the handler runs (and, in ``run_async``, interrupts the
     run)."""
+    if os.name != "posix":  # select waits on sockets only there
+        return click.confirm(question, default=default)
     stdin = sys.stdin.fileno()
     while True:
         click.echo(f"{question} [{'Y/n' if default else 'y/N'}]: ", nl=False)
@@ -139,8 +141,7 @@ def _read_line(fd: int, wakeup: int | None) -> bytes | None:
 def _signal_wakeup() -> Iterator[int | None]:
     """A pipe the C-level signal handler writes a byte to whenever a signal arrives (yields
     its read end), for the span of the block; None outside the main thread (where signals
-    are not handled) or where select cannot wait on a pipe. The previous wakeup descriptor
-    is restored after."""
+    are not handled). The previous wakeup descriptor is restored after."""
     if os.name != "posix" or threading.current_thread() is not threading.main_thread():
         yield None
         return
