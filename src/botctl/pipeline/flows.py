@@ -4,6 +4,7 @@ refresh, and export's reads and baseline."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -235,6 +236,7 @@ async def run_apply(
     on_result: Callable[[OpResult], None],
     stop: Stop | None = None,
     on_migration: Callable[[Operation, Progress], None] = lambda op, progress: None,
+    held: StateBackend | None = None,
 ) -> ApplyOutcome | None:
     """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
     ask ``confirm``, record the baseline the service verified, apply, record state, read
@@ -242,16 +244,23 @@ async def run_apply(
 
     ``stop`` is armed once writing begins: a request then ends the apply early (see
     ``reconcile.apply.Stop``), what finished is recorded, and the outcome says what stopped
-    it. Before that, nothing was written, and the caller interrupts the run as it likes."""
+    it. Before that, nothing was written, and the caller interrupts the run as it likes.
+
+    ``held``: the state's backend when the caller already holds its lock (the agent's lease,
+    ``store.lock.LeasedBackend``): used as it is, no lock taken."""
     desired = load(ws) if saved is None else None
     if saved is not None:
         ws = _reading_as_planned(ws, saved.plan)
     bots = list(desired.bots) if desired is not None else _bots_of(saved)
     stop = stop if stop is not None else Stop()
-    with (
-        open_backend(ws.state_path) as backend,
-        StateLock(backend, timeout=ws.lock_timeout, command="apply"),
-    ):
+    with contextlib.ExitStack() as held_for_the_run:
+        if held is not None:
+            backend = held
+        else:
+            backend = held_for_the_run.enter_context(open_backend(ws.state_path))
+            held_for_the_run.enter_context(
+                StateLock(backend, timeout=ws.lock_timeout, command="apply")
+            )
         stored = read_state(backend)
         state = stored.state
         _choose_encryption(state, ws, backend)

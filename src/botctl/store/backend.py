@@ -14,9 +14,10 @@ import json
 import os
 import re
 import socket
+import time
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +34,11 @@ _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
 def redact(text: str) -> str:
     """``text`` with the user info (user, password, token) of any URL in it masked."""
     return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+class LeaseLost(StateError):
+    """This process's lease on the state is no longer its own (it expired and another holder
+    took it over): it must not write."""
 
 
 class LostCompareAndSwap(StateError):
@@ -64,20 +70,39 @@ class LockInfo:
     since: str
     command: str
     holder: str = ""
+    # A lease (``botctl agent``): the wall-clock time (Unix seconds) it lapses unless its
+    # holder renews it. None: a plain lock, held until released.
+    expires: float | None = None
 
     @classmethod
-    def for_this_process(cls, command: str) -> LockInfo:
+    def for_this_process(cls, command: str, *, lease: float | None = None) -> LockInfo:
         return cls(
             pid=os.getpid(),
             host=socket.gethostname(),
             since=datetime.now(UTC).isoformat(timespec="seconds"),
             command=command,
             holder=uuid.uuid4().hex,
+            expires=None if lease is None else time.time() + lease,
         )
+
+    def renewed(self, lease: float) -> LockInfo:
+        """The same lease, expiring ``lease`` seconds from now."""
+        return replace(self, expires=time.time() + lease)
+
+    def lapsed(self, now: float | None = None) -> bool:
+        """Whether this is a lease whose holder failed to renew it in time."""
+        return self.expires is not None and (time.time() if now is None else now) >= self.expires
+
+    def same_holder(self, other: LockInfo | None) -> bool:
+        return other is not None and bool(self.holder) and other.holder == self.holder
 
     def describe(self) -> str:
         text = f"pid {self.pid} on {self.host}, since {self.since} ({self.command})"
-        return text + (f", holder {self.holder}" if self.holder else "")
+        text += f", holder {self.holder}" if self.holder else ""
+        if self.expires is not None:
+            until = datetime.fromtimestamp(self.expires, UTC).isoformat(timespec="seconds")
+            text += f", lease {'lapsed at' if self.lapsed() else 'until'} {until}"
+        return text
 
     def to_text(self) -> str:
         body = {
@@ -87,6 +112,8 @@ class LockInfo:
             "command": self.command,
             "holder": self.holder,
         }
+        if self.expires is not None:
+            body["expires"] = self.expires
         return json.dumps(body) + "\n"
 
     @classmethod
@@ -100,6 +127,7 @@ class LockInfo:
                 since=str(data["since"]),
                 command=str(data.get("command", "")),
                 holder=str(data.get("holder", "")),
+                expires=None if data.get("expires") is None else float(data["expires"]),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return UNREADABLE_LOCK
@@ -146,6 +174,27 @@ class StateBackend(ABC):
         """Where the state key may be kept beside the state (``store.keys``): only a local
         file has such a place; a shared backend's readers would read the key too."""
         return None
+
+    def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
+        """Replace the lock by ``new`` if it is still ``expected`` (compare-and-swap on the
+        lock): a lease renewed by its holder, or taken over once lapsed. False when the lock
+        is another (or gone)."""
+        raise StateError(f"state {self.where}: this kind of state has no leases")
+
+    def write_fenced(self, text: str, expected: Version, message: str, lease: LockInfo) -> Version:
+        """``write``, only while the lock is ``lease`` (its holder, not lapsed): a holder that
+        lost its lease cannot write. Backends check both at once where they can; this default
+        looks at the lock just before the conditional write."""
+        self.check_lease(self.read_lock(), lease)
+        return self.write(text, expected, message)
+
+    def check_lease(self, current: LockInfo | None, lease: LockInfo) -> None:
+        if current is None or not lease.same_holder(current) or current.lapsed():
+            who = "nobody" if current is None else current.describe()
+            raise LeaseLost(
+                f"state {self.where}: this process no longer holds the lease (now: {who}); "
+                "nothing was written"
+            )
 
     def close(self) -> None:  # noqa: B027 (most backends hold nothing)
         """Release what the backend holds (temporary clones, connections)."""

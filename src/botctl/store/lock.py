@@ -12,16 +12,26 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from botctl.errors import LockError
-from botctl.store.backend import UNREADABLE_LOCK, LockInfo, StateBackend
-from botctl.store.backends import StateLocation, using_backend
+from botctl.errors import BotctlError, LockError
+from botctl.store.backend import (
+    UNREADABLE_LOCK,
+    LeaseLost,
+    LockInfo,
+    Snapshot,
+    StateBackend,
+    Version,
+)
+from botctl.store.backends import StateLocation, open_backend, using_backend
 from botctl.store.backends.path import lock_path_for
 
 __all__ = [
+    "Lease",
+    "LeasedBackend",
     "LockInfo",
     "StateLock",
     "Unlocked",
@@ -74,7 +84,7 @@ class StateLock:
     def acquire(self) -> None:
         info = LockInfo.for_this_process(f"botctl {self.command}")
         deadline = time.monotonic() + self.timeout
-        while not self.backend.create_lock(info):
+        while not take_lock(self.backend, info):
             if time.monotonic() >= deadline:
                 raise self._held_error()
             time.sleep(self.backend.poll_interval)
@@ -117,6 +127,144 @@ class StateLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def take_lock(backend: StateBackend, info: LockInfo) -> bool:
+    """Create the lock naming ``info``, or take it over from a lease that lapsed (its holder
+    died or lost touch: it can no longer write, see ``Lease``). False while it is held."""
+    if backend.create_lock(info):
+        return True
+    current = backend.read_lock()
+    if current is None or not current.lapsed():
+        return False
+    return backend.replace_lock(
+        current, info, f"{info.command}: lock taken over from a lapsed lease ({current.holder})"
+    )
+
+
+class Lease:
+    """The state lock held as a lease (``botctl agent``): it names its holder and an expiry,
+    and a heartbeat thread renews it every third of ``duration``. A standby takes it over
+    once it lapses (``take_lock``), so an active holder that dies (SIGKILL) is replaced within
+    ``duration``. A holder paused or cut off for longer has lost it: its renewal finds
+    another lock, and its writes (through ``LeasedBackend``) are refused.
+
+    The lease has its own backend (a git backend's private repository is not shared across
+    threads); the expiry is wall-clock time, so the holders' clocks must agree to well within
+    ``duration``."""
+
+    def __init__(self, where: StateLocation, *, duration: float, command: str = "agent") -> None:
+        self.where = where
+        self.duration = duration
+        self.command = command
+        self.info: LockInfo | None = None  # the lease as last written, while held
+        self.lost: str | None = None  # why the lease was lost (for the agent's status)
+        self._backend = open_backend(where)
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def held(self) -> bool:
+        info = self.info
+        return info is not None and not info.lapsed()
+
+    def try_acquire(self) -> bool:
+        """Take the lease if it is free or lapsed; start renewing it."""
+        with self._guard:
+            if self.info is not None:
+                return True
+            info = LockInfo.for_this_process(f"botctl {self.command}", lease=self.duration)
+            if not take_lock(self._backend, info):
+                return False
+            self.info, self.lost = info, None
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._heartbeat, name="lease", daemon=True)
+            self._thread.start()
+        return True
+
+    def holder(self) -> LockInfo | None:
+        """Who holds the lock now, as stored."""
+        with self._guard:
+            return self._backend.read_lock()
+
+    def renew(self) -> bool:
+        """Extend the lease; False (and the lease dropped) when it is no longer ours."""
+        with self._guard:
+            info = self.info
+            if info is None:
+                return False
+            renewed = info.renewed(self.duration)
+            try:
+                message = f"botctl {self.command}: lease renewed"
+                ok = self._backend.replace_lock(info, renewed, message)
+            except BotctlError as exc:
+                # Not reached: kept until it lapses, then dropped (writes are refused anyway).
+                if info.lapsed():
+                    self.info, self.lost = None, f"the lease lapsed: {exc}"
+                return False
+            if ok:
+                self.info = renewed
+                return True
+            self.info, self.lost = None, "another holder took the lease over"
+            return False
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.duration / 3):
+            if self.info is None:
+                return
+            self.renew()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.duration)
+        with self._guard:
+            info, self.info = self.info, None
+            if info is not None:
+                with contextlib.suppress(BotctlError):
+                    self._backend.remove_lock(info, f"botctl {self.command}: lease released")
+
+    def close(self) -> None:
+        self.release()
+        self._backend.close()
+
+
+class LeasedBackend(StateBackend):
+    """A state backend whose writes go through only while ``lease`` is held: each is a
+    ``write_fenced`` against the lease as last renewed. Everything else is ``inner``'s."""
+
+    def __init__(self, inner: StateBackend, lease: Lease) -> None:
+        self.inner = inner
+        self.lease = lease
+        self.where = inner.where
+        self.has_file_modes = inner.has_file_modes
+        self.poll_interval = inner.poll_interval
+
+    def read(self) -> Snapshot:
+        return self.inner.read()
+
+    def write(self, text: str, expected: Version, message: str) -> Version:
+        info = self.lease.info
+        if info is None or info.lapsed():
+            raise LeaseLost(
+                f"state {self.where}: this process no longer holds the lease "
+                f"({self.lease.lost or 'it lapsed'}); nothing was written"
+            )
+        return self.inner.write_fenced(text, expected, message, info)
+
+    def create_lock(self, info: LockInfo) -> bool:
+        return self.inner.create_lock(info)
+
+    def read_lock(self) -> LockInfo | None:
+        return self.inner.read_lock()
+
+    def remove_lock(self, expected: LockInfo | None, message: str) -> LockInfo | None:
+        return self.inner.remove_lock(expected, message)
+
+    def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
+        return self.inner.replace_lock(expected, new, message)
 
 
 @dataclass(frozen=True)

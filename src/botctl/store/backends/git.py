@@ -39,6 +39,7 @@ _LOCK_ATTEMPTS = 10
 # The user's repository, if botctl runs inside one, must never be what git works on.
 _REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 _NO_OBJECT = "0" * 40
+_RENEWAL = "Lease-Renewal: "  # the trailer of a lease renewal commit, with its holder
 _PUSH_LOST = ("[rejected]", "cannot lock ref", "but expected", "stale info", "fetch first")
 
 
@@ -218,6 +219,50 @@ class GitBackend(StateBackend):
         if not self._push(commit, expected):
             raise LostCompareAndSwap(self.where)
         return commit
+
+    def write_fenced(self, text: str, expected: Version, message: str, lease: LockInfo) -> Version:
+        """One push checks both: the commit is made on the tip where the lock is ``lease``
+        and the state is as read at ``expected`` (lease renewals move the tip without
+        touching the state), pushed only if the branch still points at that tip."""
+        for _ in range(_LOCK_ATTEMPTS):
+            tip = self._fetch_tip()
+            self.check_lease(None if tip is None else self._lock_at(tip), lease)
+            assert tip is not None  # a held lease is a commit on the branch
+            same = tip == expected or (
+                expected is not None
+                and self._file_at(tip, self.path) == self._file_at(expected, self.path)
+            )
+            if not same:
+                raise LostCompareAndSwap(self.where)
+            commit = self._commit(tip, {self.path: text}, message)
+            if self._push(commit, tip):
+                return commit
+        raise LostCompareAndSwap(self.where)
+
+    def _lock_at(self, commit: str) -> LockInfo | None:
+        text = self._file_at(commit, self.lock_path)
+        return None if text is None else LockInfo.from_text(text)
+
+    def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
+        """A renewal amends the previous renewal of the same holder (the commit on top, when
+        it is one), so a lease adds at most one commit to the state's history between two
+        state writes."""
+        for _ in range(_LOCK_ATTEMPTS):
+            tip = self._fetch_tip()
+            if tip is None or self._lock_at(tip) != expected:
+                return False
+            base = tip
+            if expected.same_holder(new) and self._is_renewal(tip, expected):
+                base = self._git("rev-parse", f"{tip}^").stdout.strip()
+            text = f"{message}\n\n{_RENEWAL}{new.holder}\n"
+            if self._push(self._commit(base, {self.lock_path: new.to_text()}, text), tip):
+                return True
+        return False
+
+    def _is_renewal(self, commit: str, lease: LockInfo) -> bool:
+        body = self._git("log", "-1", "--format=%B", commit).stdout
+        parents = self._git("log", "-1", "--format=%P", commit).stdout.split()
+        return len(parents) == 1 and f"{_RENEWAL}{lease.holder}" in body
 
     def create_lock(self, info: LockInfo) -> bool:
         for _ in range(_LOCK_ATTEMPTS):

@@ -69,16 +69,36 @@ class PathBackend(StateBackend):
 
     def write(self, text: str, expected: Version, message: str) -> Version:
         with self._directory_locked():
-            data = self._read_bytes()
-            if (None if data is None else _version_of(data)) != expected:
-                raise LostCompareAndSwap(self.where)
-            try:
-                write_atomically(self.path, text)
-            except OSError as exc:
-                raise StateWriteError(
-                    f"cannot write state file {self.where}: {exc.strerror}"
-                ) from None
+            return self._compare_and_write(text, expected)
+
+    def write_fenced(self, text: str, expected: Version, message: str, lease: LockInfo) -> Version:
+        # The lease is looked at under the same flock its renewal and takeover take: no other
+        # botctl on this machine can take it between the look and the write.
+        with self._directory_locked():
+            self.check_lease(self.read_lock(), lease)
+            return self._compare_and_write(text, expected)
+
+    def _compare_and_write(self, text: str, expected: Version) -> Version:
+        data = self._read_bytes()
+        if (None if data is None else _version_of(data)) != expected:
+            raise LostCompareAndSwap(self.where)
+        try:
+            write_atomically(self.path, text)
+        except OSError as exc:
+            raise StateWriteError(f"cannot write state file {self.where}: {exc.strerror}") from None
         return _version_of(text.encode("utf-8"))
+
+    def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
+        with self._directory_locked():
+            if self.read_lock() != expected:
+                return False
+            try:
+                write_atomically(self.lock_path, new.to_text())
+            except OSError as exc:
+                raise StateError(
+                    f"cannot write the lock {self.lock_path}: {exc.strerror}"
+                ) from None
+            return True
 
     @contextlib.contextmanager
     def _directory_locked(self) -> Iterator[None]:

@@ -116,6 +116,22 @@ class S3Backend(StateBackend):
         )
         return put is not None
 
+    def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
+        """Conditional on the lock's ETag as read: of two standbys taking over a lapsed lease,
+        one wins."""
+        found = self._get(self.lock_key, "read the lock")
+        if found is None or LockInfo.from_text(found[0]) != expected:
+            return False
+        put = self._call(
+            "renew the lease",
+            "put_object",
+            Key=self.lock_key,
+            Body=new.to_text().encode("utf-8"),
+            ContentType="application/json",
+            IfMatch=found[1],
+        )
+        return put is not None
+
     def read_lock(self) -> LockInfo | None:
         found = self._get(self.lock_key, "read the lock")
         return None if found is None else LockInfo.from_text(found[0])
