@@ -293,11 +293,15 @@ class ServiceClient:
             try:
                 reply = await self._attempt(call, attempt)
             except httpx.RequestError as exc:
+                self.stats.responses[(_kind_of(call), "error")] += 1
                 if attempt >= self.retry.max_attempts or not may_retry_failure(call.kind, exc):
                     # Not chained: httpx's own text may quote what botctl just redacted.
                     raise self._say.transport_error(call, exc, attempt) from None
                 await self._backoff(attempt, None)
                 continue
+            self.stats.responses[(_kind_of(call), str(reply.status_code))] += 1
+            if reply.status_code == 429:
+                self.stats.throttled += 1
             self._watch_window(reply)
             if reply.is_success:
                 return reply
@@ -401,3 +405,10 @@ def _seg(value: str) -> str:
 def path_segment(value: str) -> str:
     """``value`` as one segment of a request path (``/`` and the rest escaped)."""
     return _seg(value)
+
+
+def _kind_of(call: Call) -> str:
+    """The operation of a call without the attribute it names ("create attribute"): a label
+    of bounded cardinality for metrics."""
+    words = call.operation.split()
+    return " ".join(words[:2]) if words[1:2] == ["attribute"] else call.operation

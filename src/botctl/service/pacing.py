@@ -20,6 +20,9 @@ class RequestStats:
     retries: int = 0
     pace_wait: float = 0.0  # seconds spent waiting for the pacer (rate limit or reset gate)
     backoff_wait: float = 0.0  # seconds spent sleeping before retries
+    # Answers by (operation, HTTP status, or "error" for no answer): the agent's metrics.
+    responses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    throttled: int = 0  # answers 429
 
     @property
     def total(self) -> int:
@@ -31,6 +34,8 @@ class RequestStats:
         self.retries += other.retries
         self.pace_wait += other.pace_wait
         self.backoff_wait += other.backoff_wait
+        self.responses.update(other.responses)
+        self.throttled += other.throttled
 
 
 class Pacer:

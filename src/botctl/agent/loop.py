@@ -1,0 +1,448 @@
+"""The reconcile loop: every ``interval`` seconds, and at once when triggered (the webhook):
+
+1. fetch the source; a new revision is validated (``pipeline.workspace.load``): one that
+   fails is *not* used, its located error is reported (status, log, notification) and the
+   last good revision stays;
+2. drift of the good revision (``pipeline.flows.make_drift``: the plan against the service
+   and the state, classified), acknowledgements applied;
+3. with ``--auto-apply``, apply (``pipeline.flows.run_apply``, under the agent's lease) when
+   the revision is new; with ``--self-heal`` also when values were changed outside, and every
+   ``--reassert-every`` with the write-only values re-sent;
+4. each chatbot's status from the drift after it, and the apply's failures.
+
+A failing cycle is retried after an exponential backoff (``backoff_base`` doubling, at most
+``backoff_max``), never in a hot loop. Only the holder of the state's lease reconciles: a
+standby tries to take it every cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from botctl.agent.log import Log, Redactor
+from botctl.agent.notify import Notifier
+from botctl.agent.source import Revision, Source
+from botctl.agent.status import AgentStatus, BotStatus, CycleRecord, now_iso
+from botctl.errors import BotctlError
+from botctl.pipeline.flows import make_drift, run_apply
+from botctl.pipeline.workspace import Workspace, load
+from botctl.plan import Plan
+from botctl.reconcile.apply import OpResult, Stop, StopEvent
+from botctl.reconcile.drift import DriftItem, DriftReport, acknowledge
+from botctl.service.pacing import RequestStats
+from botctl.store.acknowledgements import read_acknowledgements
+from botctl.store.backends import open_backend
+from botctl.store.lock import Lease, LeasedBackend
+
+Trigger = Literal["start", "interval", "webhook", "retry"]
+HEALABLE = ("changed_outside", "conflict")
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    interval: float = 60.0
+    auto_apply: bool = False
+    self_heal: bool = False
+    reassert_every: float | None = None
+    backoff_base: float = 2.0
+    backoff_max: float = 300.0
+    drain_timeout: float = 20.0
+    acknowledged: Path | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        source: Source,
+        make_workspace: Callable[[Path], Workspace],
+        settings: AgentSettings,
+        status: AgentStatus,
+        lease: Lease,
+        log: Log,
+        notifier: Notifier,
+        redact: Redactor,
+    ) -> None:
+        self.source = source
+        self.make_workspace = make_workspace
+        self.settings = settings
+        self.status = status
+        self.lease = lease
+        self.log = log
+        self.notifier = notifier
+        self.redact = redact
+        self.stopping: int | None = None  # the signal that asked the agent to stop
+        self._wake = asyncio.Event()
+        self._why: Trigger = "interval"
+        self._good: tuple[Revision, Workspace] | None = None
+        self._bad: str | None = None  # the newest revision, when it failed validation
+        self._apply_stop: Stop | None = None
+        self._cycle: asyncio.Task[None] | None = None
+        self._last_reassert: float | None = None
+        self._reported_drift: frozenset[tuple[str, str, str]] = frozenset()
+        self._numbers = 0
+
+    # --- driving the loop ---------------------------------------------------------------
+
+    def trigger(self, why: Trigger = "webhook") -> None:
+        """Run a cycle now (or as soon as the one running ends)."""
+        self._why = why
+        self._wake.set()
+
+    def request_stop(self, signum: int) -> None:
+        """A signal: an apply in flight drains (``Stop``: a second signal abandons it); any
+        other work is cancelled, having written nothing."""
+        first = self.stopping is None
+        if first:
+            self.stopping = signum
+            self.status.role = "stopping"
+            self.log.info("stop", f"signal {signum}: stopping")
+        if self._apply_stop is not None and self._apply_stop.armed:
+            self._apply_stop.request(signum)
+        elif self._cycle is not None and not self._cycle.done():
+            self._cycle.cancel()
+        self._wake.set()
+
+    async def run(self) -> None:
+        why: Trigger = "start"
+        try:
+            while self.stopping is None:
+                self._cycle = asyncio.create_task(self.cycle(why))
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._cycle
+                if self.stopping is not None:
+                    break
+                why = await self._wait()
+        finally:
+            self.status.role = "stopping"
+            await asyncio.to_thread(self.lease.release)
+            self.status.refresh_gauges()
+
+    async def _wait(self) -> Trigger:
+        delay = self.status.backoff if self.status.failures else self.settings.interval
+        self.status.next_cycle = now_iso(time.time() + delay)
+        if self._wake.is_set():
+            self._wake.clear()
+            return self._why
+        try:
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
+        except TimeoutError:
+            return "retry" if self.status.failures else "interval"
+        self._wake.clear()
+        return self._why
+
+    # --- one cycle ------------------------------------------------------------------------
+
+    async def cycle(self, trigger: Trigger) -> None:
+        self._numbers += 1
+        record = CycleRecord(self._numbers, trigger, now_iso())
+        started = time.monotonic()
+        failed_before = self.status.failures
+        try:
+            await self._reconcile(record)
+        except asyncio.CancelledError:
+            record.result = "interrupted"
+            raise
+        except BotctlError as exc:
+            record.result, record.error = "failed", self._words(str(exc))
+        except Exception as exc:  # a bug must not end a long-running agent: report it
+            record.result = "failed"
+            record.error = self._words(f"unexpected {type(exc).__name__}: {exc}")
+        finally:
+            record.finished = now_iso()
+            record.duration = time.monotonic() - started
+            self._finish(record, failed_before)
+
+    def _finish(self, record: CycleRecord, failed_before: int) -> None:
+        status = self.status
+        status.cycles.append(record)
+        status.metrics.cycles.labels(result=record.result).inc()
+        if record.result == "failed":
+            status.failures += 1
+            status.last_error = record.error
+            status.backoff = min(
+                self.settings.backoff_base * 2 ** (status.failures - 1), self.settings.backoff_max
+            )
+            self.log.error(
+                "cycle",
+                f"cycle {record.number} failed: {record.error}",
+                revision=record.revision,
+                backoff=status.backoff,
+            )
+            if failed_before == 0:
+                self.notifier.notify(
+                    "failed",
+                    f"botctl agent: sync failed for {status.source}: {record.error}",
+                    source=status.source,
+                    revision=record.revision,
+                    error=record.error,
+                )
+        elif record.result not in ("standby", "interrupted"):
+            if failed_before:
+                self.log.info("cycle", f"recovered after {failed_before} failed cycle(s)")
+                self.notifier.notify(
+                    "recovered",
+                    f"botctl agent: {status.source} recovered after {failed_before} failed "
+                    f"cycle(s); revision {record.revision}",
+                    source=status.source,
+                    revision=record.revision,
+                    failedCycles=failed_before,
+                )
+            status.failures, status.backoff = 0, 0.0
+            self.log.info(
+                "cycle",
+                f"cycle {record.number}: {record.result}",
+                revision=record.revision,
+                applied=record.applied or None,
+                seconds=round(record.duration, 3),
+            )
+        status.refresh_gauges()
+
+    def _words(self, text: str) -> str:
+        return self.redact(self.source.display(text))
+
+    async def _reconcile(self, record: CycleRecord) -> None:
+        status = self.status
+        if not await asyncio.to_thread(self.lease.try_acquire):
+            status.role = "standby"
+            holder = await asyncio.to_thread(self.lease.holder)
+            status.lease_holder = holder.describe() if holder is not None else None
+            record.result = "standby"
+            return
+        if status.role != "active":
+            self.log.info("lease", "holding the state's lease: reconciling")
+        status.role, status.lease_holder = "active", None
+        revision = await asyncio.to_thread(self.source.fetch)
+        record.revision = revision.id
+        invalid = await self._consider(revision)
+        if self._good is None:
+            record.result = "invalid"
+            return
+        good, ws = self._good
+        record.revision = good.id
+        await self._reconcile_revision(good, ws, record)
+        if invalid and record.result in ("synced", "drifted", "out_of_sync"):
+            record.result = "invalid"
+
+    async def _consider(self, revision: Revision) -> bool:
+        """Validate a revision not seen yet; True when the newest revision is invalid."""
+        good_id = self._good[0].id if self._good is not None else None
+        if revision.id in (good_id, self._bad):
+            return revision.id == self._bad
+        ws = self.make_workspace(revision.directory)
+        try:
+            desired = await asyncio.to_thread(load, ws)
+        except BotctlError as exc:
+            self._bad = revision.id
+            error = self._words(str(exc))
+            self.status.invalid = {"revision": revision.id, "error": error}
+            keeping = f"; keeping {good_id}" if good_id else ""
+            self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
+            self.notifier.notify(
+                "failed",
+                f"botctl agent: revision {revision.short} of {self.status.source} is invalid and "
+                f"was not applied{keeping}:\n{error}",
+                source=self.status.source,
+                revision=revision.id,
+                keptRevision=good_id,
+                error=error,
+            )
+            return True
+        self.log.info("revision", f"new revision {revision.id}: {len(desired.bots)} chatbot(s)")
+        self._good, self._bad = (revision, ws), None
+        self.status.invalid = None
+        self.status.revision = revision.id
+        self.status.bots_in((b.name, b.chatbot_id) for b in desired.bots)
+        self.source.retain({revision.id})
+        return False
+
+    async def _drift(self, ws: Workspace) -> DriftReport:
+        report = await make_drift(ws)
+        if self.settings.acknowledged is not None:
+            entries = read_acknowledgements(self.settings.acknowledged)
+            report = acknowledge(report, entries, datetime.now(UTC))
+        return report
+
+    async def _reconcile_revision(
+        self, revision: Revision, ws: Workspace, record: CycleRecord
+    ) -> None:
+        stats = RequestStats()
+        ws = replace(ws, service=replace(ws.service, stats=stats))
+        try:
+            report = await self._drift(ws)
+            self.status.ready = True
+            drifted = [i for i in report.counted if i.drift_class in HEALABLE]
+            new = revision.id != self.status.applied_revision
+            heal = self.settings.self_heal and bool(drifted)
+            reassert = self._reassert_due()
+            failures: dict[str, str] = {}
+            applied_ok = False
+            if self.settings.auto_apply and (new or heal or reassert):
+                applied_ok = await self._apply(replace(ws, reassert=reassert), record, failures)
+                if applied_ok:
+                    if new:
+                        self.status.applied_revision = revision.id
+                    if reassert:
+                        self._last_reassert = time.monotonic()
+                if self.stopping is not None:
+                    record.result = "interrupted"
+                    return
+                report = await self._drift(ws)
+            self._statuses(report, revision, failures)
+            if record.failed or (record.applied == 0 and failures):
+                record.result = "failed"
+                record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
+            elif applied_ok and record.applied and new:
+                record.result = "applied"
+                self.notifier.notify(
+                    "synced",
+                    f"botctl agent: revision {revision.short} applied "
+                    f"({record.applied} operation(s))",
+                    source=self.status.source,
+                    revision=revision.id,
+                    applied=record.applied,
+                )
+            elif applied_ok and record.applied:
+                record.result = "healed"
+                self.notifier.notify(
+                    "healed",
+                    f"botctl agent: healed {len(drifted)} value(s) changed outside on "
+                    f"{_names(drifted)}",
+                    source=self.status.source,
+                    revision=revision.id,
+                    items=[i.to_document() for i in drifted],
+                )
+            self._report_drift(report, record)
+        finally:
+            self.status.metrics.count_requests(stats)
+
+    def _report_drift(self, report: DriftReport, record: CycleRecord) -> None:
+        if record.result not in ("synced",):
+            if record.result in ("applied", "healed"):
+                self._reported_drift = frozenset()
+            return
+        drift = [i for i in report.counted if i.drift_class != "pending"]
+        pending = [i for i in report.counted if i.drift_class == "pending"]
+        if drift:
+            record.result = "drifted"
+            keys = frozenset(i.key for i in drift)
+            if keys != self._reported_drift:
+                self._reported_drift = keys
+                self.notifier.notify(
+                    "drift",
+                    f"botctl agent: drift found on {_names(drift)} ({len(drift)} value(s))",
+                    source=self.status.source,
+                    revision=self.status.revision,
+                    summary=report.summary(),
+                    items=[i.to_document() for i in drift],
+                )
+        else:
+            self._reported_drift = frozenset()
+            if pending:
+                record.result = "out_of_sync"
+        if record.result == "synced" and self.status.bots:
+            self.status.last_success = record.finished or now_iso()
+            self.status.metrics.last_sync.set(time.time())
+
+    def _reassert_due(self) -> bool:
+        every = self.settings.reassert_every
+        if not (self.settings.self_heal and every):
+            return False
+        return self._last_reassert is None or time.monotonic() - self._last_reassert >= every
+
+    async def _apply(self, ws: Workspace, record: CycleRecord, failures: dict[str, str]) -> bool:
+        """Apply under the lease; True when everything planned was applied (or nothing was
+        to be)."""
+
+        def show(plan: Plan) -> None:
+            record.plan = plan.to_document()
+
+        def on_result(result: OpResult) -> None:
+            label = result.operation.label
+            chatbot_id = result.operation.bot.chatbot_id
+            if result.status == "applied":
+                record.applied += 1
+                self.log.info("apply", f"applied {label}", chatbot=chatbot_id)
+            else:
+                record.failed += 1
+                failures[chatbot_id] = self._words(f"{label}: {result.message}")
+                self.log.error("apply", f"{result.status} {label}: {result.message}")
+
+        def stopping(event: StopEvent, in_flight: int) -> None:
+            if event == "stopping":
+                self.log.info(
+                    "stop",
+                    f"no operation starts from now on; waiting up to "
+                    f"{self.settings.drain_timeout:g} s for the {in_flight} in flight",
+                )
+            else:
+                self.log.warning("stop", f"abandoning the {in_flight} operation(s) in flight")
+
+        stop = Stop(self.settings.drain_timeout, stopping)
+        self._apply_stop = stop
+        started = time.monotonic()
+        try:
+            with open_backend(ws.state_path) as inner:
+                outcome = await run_apply(
+                    replace(ws, skip_missing=True),
+                    saved=None,
+                    show=show,
+                    confirm=lambda _: True,
+                    on_result=on_result,
+                    stop=stop,
+                    held=LeasedBackend(inner, self.lease),
+                )
+        finally:
+            self._apply_stop = None
+            self.status.metrics.apply_duration.observe(time.monotonic() - started)
+        if outcome is None:
+            return True
+        if outcome.state_error is not None:
+            record.error = self._words(
+                f"applied, but the state was not written: {outcome.state_error}"
+            )
+            record.failed = max(record.failed, 1)
+            return False
+        return outcome.report.ok and outcome.interrupted is None
+
+    def _statuses(self, report: DriftReport, revision: Revision, failures: dict[str, str]) -> None:
+        at = now_iso()
+        classes: dict[str, dict[str, int]] = {}
+        for item in report.counted:
+            found = classes.setdefault(item.bot.chatbot_id, {})
+            found[item.drift_class] = found.get(item.drift_class, 0) + 1
+        for chatbot_id, bot in self.status.bots.items():
+            drift = classes.get(chatbot_id, {})
+            bot.drift = drift
+            new: BotStatus
+            if chatbot_id in failures:
+                new, bot.last_error = "Failed", failures[chatbot_id]
+            elif "missing" in drift:
+                new = "Missing"
+                bot.last_error = "the service does not list this chatbot"
+            elif any(c in drift for c in (*HEALABLE, "unmanaged")):
+                new = "Drifted"
+            elif drift:
+                new = "OutOfSync"
+            else:
+                new = "Synced"
+            if new == "Synced":
+                bot.last_error = None
+                bot.last_sync = at
+                if self.status.applied_revision == revision.id or not self.settings.auto_apply:
+                    bot.revision = revision.id
+            if bot.set_status(new, at):
+                self.log.info("status", f"{bot.name}: {new}", chatbot=chatbot_id)
+
+
+def _names(items: list[object]) -> str:
+    names = sorted({i.bot.name for i in items})
+    shown = ", ".join(names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")

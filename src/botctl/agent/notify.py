@@ -1,0 +1,115 @@
+"""Notifications: JSON POSTed to each ``--notify`` URL on the events chosen with
+``--notify-on``, with a Slack-compatible ``text`` and the structured ``event``.
+
+Sending never blocks the loop: each URL has a bounded queue and a worker of its own (a slow
+receiver delays only its own notifications; when its queue is full, the oldest is dropped and
+counted). Each notification is tried up to ``attempts`` times with exponential backoff. Bodies
+pass through the ``Redactor``: no key or secret value is ever sent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from botctl.agent.log import Log, Redactor
+from botctl.agent.status import Metrics, now_iso
+
+EVENTS = ("failed", "drift", "healed", "recovered", "synced")
+DEFAULT_EVENTS = ("failed", "drift", "healed", "recovered")
+_QUEUE = 100
+
+
+class Notifier:
+    def __init__(
+        self,
+        urls: tuple[str, ...],
+        events: frozenset[str],
+        redact: Redactor,
+        log: Log,
+        metrics: Metrics,
+        *,
+        attempts: int = 5,
+        base_delay: float = 1.0,
+        timeout: float = 10.0,
+        describe: Callable[[str], str] = lambda url: url,
+    ) -> None:
+        self.urls = urls
+        self.events = events
+        self.redact = redact
+        self.log = log
+        self.metrics = metrics
+        self.attempts = attempts
+        self.base_delay = base_delay
+        self.timeout = timeout
+        self.describe = describe
+        self._queues: list[asyncio.Queue[bytes]] = []
+        self._workers: list[asyncio.Task[None]] = []
+        self._client: httpx.AsyncClient | None = None
+
+    def start(self) -> None:
+        if not self.urls:
+            return
+        self._client = httpx.AsyncClient(timeout=self.timeout)
+        for url in self.urls:
+            queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=_QUEUE)
+            self._queues.append(queue)
+            self._workers.append(asyncio.create_task(self._work(url, queue)))
+
+    def notify(self, event: str, text: str, **details: Any) -> None:
+        """Queue ``event`` for every URL, if it is one chosen; returns at once."""
+        if event not in self.events or not self._queues:
+            return
+        body = {"text": text, "event": {"type": event, "time": now_iso(), **details}}
+        data = self.redact(json.dumps(body, default=str, ensure_ascii=False)).encode("utf-8")
+        for queue in self._queues:
+            if queue.full():
+                queue.get_nowait()
+                self.metrics.notifications.labels(result="dropped").inc()
+            queue.put_nowait(data)
+
+    async def _work(self, url: str, queue: asyncio.Queue[bytes]) -> None:
+        while True:
+            data = await queue.get()
+            try:
+                await self._post(url, data)
+            finally:
+                queue.task_done()
+
+    async def _post(self, url: str, data: bytes) -> None:
+        assert self._client is not None
+        headers = {"Content-Type": "application/json", "User-Agent": "botctl-agent"}
+        problem = ""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                answer = await self._client.post(url, content=data, headers=headers)
+                if answer.status_code < 300:
+                    self.metrics.notifications.labels(result="sent").inc()
+                    return
+                problem = f"HTTP {answer.status_code}"
+                if answer.status_code < 500 and answer.status_code not in (408, 429):
+                    break
+            except httpx.HTTPError as exc:
+                problem = type(exc).__name__
+            if attempt < self.attempts:
+                await asyncio.sleep(min(self.base_delay * 2 ** (attempt - 1), 60.0))
+        self.metrics.notifications.labels(result="failed").inc()
+        self.log.warning("notify", f"notification to {self.describe(url)} not delivered: {problem}")
+
+    async def close(self, timeout: float) -> None:
+        """Give queued notifications up to ``timeout`` seconds, then stop."""
+        if self._queues:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*(q.join() for q in self._queues))
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        if self._client is not None:
+            await self._client.aclose()

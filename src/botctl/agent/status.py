@@ -1,0 +1,248 @@
+"""What the agent knows: each chatbot's status, the revisions, the recent cycles; and the same
+as Prometheus metrics. Plain data: ``listener`` serves it, ``page`` shows it."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from botctl.service.pacing import RequestStats
+
+BotStatus = Literal["Synced", "OutOfSync", "Drifted", "Failed", "Missing", "Unknown"]
+STATUSES: tuple[BotStatus, ...] = (
+    "Synced",
+    "OutOfSync",
+    "Drifted",
+    "Failed",
+    "Missing",
+    "Unknown",
+)
+DRIFT_CLASSES = ("changed_outside", "pending", "conflict", "unknown_origin", "missing", "unmanaged")
+CycleResult = Literal[
+    "synced",  # nothing to do: every chatbot as declared
+    "applied",  # a new revision applied
+    "healed",  # drift re-applied (--self-heal, --reassert-every)
+    "out_of_sync",  # changes pending, not applied (plan only)
+    "drifted",  # drift found and only reported
+    "invalid",  # the newest revision failed validation; the last good one kept
+    "failed",  # the cycle failed (source, service, state, apply)
+    "standby",  # another agent holds the lease
+    "interrupted",  # stopped by a signal
+]
+CYCLE_RESULTS: tuple[str, ...] = CycleResult.__args__  # type: ignore[attr-defined]
+
+
+def now_iso(at: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if at is None else at, UTC).isoformat(
+        timespec="seconds"
+    )
+
+
+@dataclass
+class BotState:
+    name: str
+    chatbot_id: str
+    status: BotStatus = "Unknown"
+    revision: str | None = None  # the revision last applied to it (or found in sync)
+    last_sync: str | None = None  # when it was last found or made as declared
+    last_change: str | None = None  # when its status last changed
+    last_error: str | None = None
+    drift: dict[str, int] = field(default_factory=dict)  # drift class -> items
+
+    def set_status(self, status: BotStatus, at: str) -> bool:
+        changed = status != self.status
+        if changed:
+            self.status, self.last_change = status, at
+        return changed
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "chatbotId": self.chatbot_id,
+            "status": self.status,
+            "revision": self.revision,
+            "lastSync": self.last_sync,
+            "lastChange": self.last_change,
+            "lastError": self.last_error,
+            "drift": dict(self.drift),
+        }
+
+
+@dataclass
+class CycleRecord:
+    number: int
+    trigger: str  # "start", "interval", "webhook", "retry"
+    started: str
+    revision: str | None = None
+    result: CycleResult = "synced"
+    finished: str | None = None
+    duration: float = 0.0
+    applied: int = 0
+    failed: int = 0
+    error: str | None = None
+    plan: dict[str, Any] | None = None  # the plan's JSON when the cycle applied
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "trigger": self.trigger,
+            "started": self.started,
+            "finished": self.finished,
+            "durationSeconds": round(self.duration, 3),
+            "revision": self.revision,
+            "result": self.result,
+            "applied": self.applied,
+            "failed": self.failed,
+            "error": self.error,
+            "plan": self.plan,
+        }
+
+
+class Metrics:
+    """The agent's Prometheus metrics, in a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.cycles = Counter(
+            "botctl_agent_cycles", "Reconcile cycles by result.", ["result"], registry=r
+        )
+        self.chatbots = Gauge(
+            "botctl_agent_chatbots", "Chatbots by status.", ["status"], registry=r
+        )
+        self.drift = Gauge(
+            "botctl_agent_drift_items", "Drift items by class.", ["drift_class"], registry=r
+        )
+        self.requests = Counter(
+            "botctl_agent_requests",
+            "Requests to the service by operation and HTTP status (error: no answer).",
+            ["operation", "status"],
+            registry=r,
+        )
+        self.retries = Counter("botctl_agent_retries", "Requests retried.", registry=r)
+        self.throttled = Counter(
+            "botctl_agent_throttled", "Answers 429 (rate limited).", registry=r
+        )
+        self.apply_duration = Histogram(
+            "botctl_agent_apply_duration_seconds",
+            "Duration of applies.",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+            registry=r,
+        )
+        self.last_sync = Gauge(
+            "botctl_agent_last_sync_timestamp_seconds",
+            "Unix time of the last cycle that left every chatbot as declared.",
+            registry=r,
+        )
+        self.revision = Info(
+            "botctl_agent_revision", "The revision the agent reconciles.", registry=r
+        )
+        self.backoff = Gauge(
+            "botctl_agent_backoff_seconds",
+            "Delay before the next cycle after failures (0: none).",
+            registry=r,
+        )
+        self.lease = Gauge(
+            "botctl_agent_lease_held", "1 while this agent holds the state's lease.", registry=r
+        )
+        self.notifications = Counter(
+            "botctl_agent_notifications",
+            "Notifications by outcome (sent, failed after retries, dropped).",
+            ["result"],
+            registry=r,
+        )
+        for result in CYCLE_RESULTS:
+            self.cycles.labels(result=result)
+        for status in STATUSES:
+            self.chatbots.labels(status=status).set(0)
+        for drift_class in DRIFT_CLASSES:
+            self.drift.labels(drift_class=drift_class).set(0)
+        self.revision.info({"revision": "", "source": ""})
+
+    def count_requests(self, stats: RequestStats) -> None:
+        for (operation, status), count in stats.responses.items():
+            self.requests.labels(operation=operation, status=status).inc(count)
+        if stats.retries:
+            self.retries.inc(stats.retries)
+        if stats.throttled:
+            self.throttled.inc(stats.throttled)
+
+
+class AgentStatus:
+    """Everything ``/status`` and the page show, updated by the loop."""
+
+    def __init__(self, source: str, *, history: int = 20) -> None:
+        self.source = source
+        self.role: Literal["starting", "active", "standby", "stopping"] = "starting"
+        self.revision: str | None = None  # the good revision reconciled
+        self.applied_revision: str | None = None
+        self.invalid: dict[str, str] | None = None  # {revision, error} of a refused revision
+        self.bots: dict[str, BotState] = {}
+        self.cycles: deque[CycleRecord] = deque(maxlen=history)
+        self.ready = False  # a cycle completed and the service answered
+        self.last_success: str | None = None
+        self.failures = 0  # consecutive failed cycles
+        self.backoff = 0.0
+        self.next_cycle: str | None = None
+        self.lease_holder: str | None = None
+        self.last_error: str | None = None
+        self.metrics = Metrics()
+
+    def bots_in(self, refs: Iterable[tuple[str, str]]) -> None:
+        """Keep exactly the chatbots of the reconciled revision (name, chatbot id)."""
+        wanted = dict(refs)
+        for chatbot_id in list(self.bots):
+            if chatbot_id not in set(wanted.values()):
+                del self.bots[chatbot_id]
+        for name, chatbot_id in wanted.items():
+            bot = self.bots.setdefault(chatbot_id, BotState(name, chatbot_id))
+            bot.name = name
+
+    def drift_summary(self) -> dict[str, int]:
+        total = dict.fromkeys(DRIFT_CLASSES, 0)
+        for bot in self.bots.values():
+            for drift_class, count in bot.drift.items():
+                total[drift_class] = total.get(drift_class, 0) + count
+        return total
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = dict.fromkeys(STATUSES, 0)
+        for bot in self.bots.values():
+            found[bot.status] += 1
+        return found
+
+    def refresh_gauges(self) -> None:
+        m = self.metrics
+        for status, count in self.counts().items():
+            m.chatbots.labels(status=status).set(count)
+        for drift_class, count in self.drift_summary().items():
+            m.drift.labels(drift_class=drift_class).set(count)
+        m.backoff.set(self.backoff)
+        m.lease.set(1 if self.role == "active" else 0)
+        m.revision.info({"revision": self.revision or "", "source": self.source})
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "role": self.role,
+            "ready": self.ready,
+            "revision": self.revision,
+            "appliedRevision": self.applied_revision,
+            "invalidRevision": self.invalid,
+            "lastSuccess": self.last_success,
+            "lastError": self.last_error,
+            "consecutiveFailures": self.failures,
+            "backoffSeconds": self.backoff,
+            "nextCycle": self.next_cycle,
+            "leaseHolder": self.lease_holder,
+            "summary": self.counts(),
+            "drift": self.drift_summary(),
+            "chatbots": [b.to_document() for b in sorted(self.bots.values(), key=lambda b: b.name)],
+            "cycles": [c.to_document() for c in reversed(self.cycles)],
+        }
