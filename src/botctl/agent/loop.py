@@ -442,7 +442,7 @@ class Agent:
                 self.log.info("status", f"{bot.name}: {new}", chatbot=chatbot_id)
 
 
-def _names(items: list[object]) -> str:
+def _names(items: Sequence[DriftItem]) -> str:
     names = sorted({i.bot.name for i in items})
     shown = ", ".join(names[:5])
     return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
