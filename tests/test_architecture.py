@@ -18,6 +18,7 @@ SRC = Path(__file__).parents[1] / "src" / "botctl"
 RANKS: list[set[str]] = [
     {"__main__", "github_action"},  # entry points: `python -m botctl`, the GitHub Action
     {"cli"},
+    {"agent"},  # the GitOps loop: sources, cycles over pipeline's flows, listener, notifications
     {"pipeline"},
     {"render"},
     {"annotations"},  # GitHub workflow commands, escaped: for render and the CLI

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from botctl import __version__
+from botctl.cli.agent import agent
 from botctl.cli.apply import apply
 from botctl.cli.completion import completion
 from botctl.cli.console import err
@@ -75,6 +76,7 @@ for _command in (
     plan,
     apply,
     drift,
+    agent,
     refresh,
     render,
     export,

@@ -373,7 +373,9 @@ def project(params: dict[str, Any]) -> Project | None:
     file = params.get("config_file")
     if file is not None and not file.is_file():
         raise BotctlError(f"--config {file}: no such file")
-    file = file or find_project(Path.cwd())
+    # False: only the file given (the agent: a revision's own botctl.yaml, or none).
+    if file is None and params.get("project_search", True):
+        file = find_project(Path.cwd())
     return load_project(file, os.environ) if file is not None else None
 
 

@@ -1,0 +1,319 @@
+"""``botctl agent``: the GitOps loop (see ``botctl.agent``)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import signal
+import socket
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from botctl.cli.drift import Duration
+from botctl.cli.options import (
+    ALLOW_UNKNOWN_MODELS,
+    DISABLE_WARNING,
+    safety_options,
+    selection_options,
+    service_options,
+    workspace,
+)
+from botctl.defaults import DEFAULT_API_KEY_ENV, DEFAULT_DRAIN_TIMEOUT, DEFAULT_STATE_PATH
+from botctl.errors import EXIT_OK, BotctlError
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+PROJECT_FILES = ("botctl.yaml", "botctl.yml")
+
+
+def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    try:
+        number = int(port)
+        if not sep or not host or not 0 <= number <= 65535:
+            raise ValueError
+        ipaddress.ip_address(host) if host[0].isdigit() or ":" in host else None
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: give HOST:PORT, e.g. {DEFAULT_LISTEN} (port 0: any free)"
+        ) from None
+    return host, number
+
+
+def _events(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> frozenset[str]:
+    from botctl.agent.notify import DEFAULT_EVENTS, EVENTS
+
+    words = [w.strip() for text in value for w in text.split(",") if w.strip()]
+    unknown = sorted(set(words) - set(EVENTS))
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r}: choose from {', '.join(EVENTS)}")
+    return frozenset(words or DEFAULT_EVENTS)
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+@click.command()
+@click.argument("source")
+@click.option(
+    "--interval",
+    type=Duration(),
+    default="60s",
+    show_default=True,
+    help="Time between cycles (a webhook triggers one at once).",
+)
+@click.option(
+    "--auto-apply",
+    is_flag=True,
+    help="Apply each new revision (default: plan only; chatbots show OutOfSync).",
+)
+@click.option(
+    "--self-heal",
+    is_flag=True,
+    help="Re-apply values changed outside (a dashboard edit) as soon as drift finds them; "
+    "needs --auto-apply.",
+)
+@click.option(
+    "--reassert-every",
+    type=Duration(),
+    default=None,
+    metavar="DURATION",
+    help="With --self-heal: also re-send the write-only settings (apply --reassert) this "
+    "often, so an edit no read can see is undone within that period.",
+)
+@click.option(
+    "--listen",
+    default=DEFAULT_LISTEN,
+    show_default=True,
+    callback=_listen,
+    metavar="HOST:PORT",
+    help="Where to serve /healthz, /readyz, /metrics, /status, the status page and "
+    "/hooks/git (port 0: any free; the port is logged).",
+)
+@click.option(
+    "--webhook-secret-env",
+    metavar="VAR",
+    help="Variable holding the webhook secret: POST /hooks/git accepts GitHub's "
+    "X-Hub-Signature-256 or GitLab's X-Gitlab-Token made with it (without it, 401).",
+)
+@click.option(
+    "--notify",
+    "notify_urls",
+    multiple=True,
+    metavar="URL",
+    help="POST a JSON notification (Slack-compatible `text`, and the `event`) to URL (repeatable).",
+)
+@click.option(
+    "--notify-on",
+    "notify_on",
+    multiple=True,
+    callback=_events,
+    metavar="EVENTS",
+    help="Which events to notify: failed, drift, healed, recovered, synced (comma-separated; "
+    "default: all but synced).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line.",
+)
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(0),
+    default=DEFAULT_DRAIN_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="On SIGTERM or SIGINT, wait this long for an apply's requests in flight, then exit 0.",
+)
+@click.option(
+    "--lease",
+    type=Duration(),
+    default="30s",
+    show_default=True,
+    help="The state lock is held as a lease renewed every third of this: a standby agent "
+    "takes over within it when the active one dies.",
+)
+@click.option(
+    "--backoff-max",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Longest wait between failing cycles (doubling from 2 s).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path(".botctl/agent"),
+    show_default=True,
+    help="Where a git source is fetched (the agent's own repository).",
+)
+@click.option(
+    "--acknowledged",
+    "acknowledged_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    metavar="FILE",
+    help="Drift this file acknowledges (drift --accept) is neither counted nor healed.",
+)
+@click.option(
+    "--history",
+    type=click.IntRange(1, 1000),
+    default=20,
+    show_default=True,
+    help="Cycles kept in /status and on the page.",
+)
+@click.option(
+    "--page-refresh",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often the status page reloads itself.",
+)
+@ALLOW_UNKNOWN_MODELS
+@DISABLE_WARNING
+@selection_options
+@service_options
+@safety_options
+def agent(source: str, **params: Any) -> int:
+    """Run the GitOps loop: pull SOURCE, reconcile it continuously.
+
+    SOURCE is a directory, or a branch of a git repository: git+<url>#<branch>:<path>
+    (fetched shallow into --cache-dir; https credentials from git's own helpers or
+    BOTCTL_GIT_TOKEN). Its botctl.yaml, at the path's root, is honoured as by every command;
+    the state is --state (or BOTCTL_STATE, default .botctl/state.json) whatever it says.
+
+    Every --interval and at once on a signed webhook: fetch; validate a new revision (one
+    that fails is reported, located, and not applied: the last good one stays); drift;
+    apply new revisions with --auto-apply, and drift with --self-heal; record each
+    chatbot's status (Synced, OutOfSync, Drifted, Failed, Missing). Failing cycles back off
+    exponentially. Only the holder of the state's lease writes: start two for high
+    availability. SIGTERM or SIGINT drains an apply in flight, records it, releases the
+    lease and exits 0.
+
+    \b
+    Examples:
+      botctl agent bots/ --sandbox                       # try it: plan only, page on :9464
+      botctl agent 'git+https://github.com/acme/bots.git#main:bots' \\
+          --auto-apply --self-heal --state s3://acme-botctl/state.json \\
+          --webhook-secret-env HOOK_SECRET --notify https://hooks.slack.com/...
+    """
+    from botctl.agent.listener import make_app, make_server
+    from botctl.agent.log import Log, Redactor
+    from botctl.agent.loop import Agent, AgentSettings
+    from botctl.agent.notify import Notifier
+    from botctl.agent.source import TOKEN_VARIABLE, GitSource, open_source
+    from botctl.agent.status import AgentStatus
+    from botctl.store.backend import redact
+    from botctl.store.backends import open_backend
+    from botctl.store.lock import Lease
+
+    if params["self_heal"] and not params["auto_apply"]:
+        raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
+    if params["reassert_every"] is not None and not params["self_heal"]:
+        raise click.UsageError("--reassert-every heals what no read can see: add --self-heal")
+    secret_env = params["webhook_secret_env"]
+    if secret_env and not os.environ.get(secret_env):
+        raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
+    host, port = params["listen"]
+    state = params.get("state_path") or os.fspath(DEFAULT_STATE_PATH)
+    open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
+
+    secrets: set[str] = set()
+    variables = {DEFAULT_API_KEY_ENV, TOKEN_VARIABLE, *([secret_env] if secret_env else [])}
+    redactor = Redactor(os.environ, variables, secrets)
+    log = Log(params["log_format"], lambda line: click.echo(line, err=True), redactor)
+    src = open_source(source, params["cache_dir"])
+    status = AgentStatus(src.description, history=params["history"])
+
+    base = {
+        k: v
+        for k, v in params.items()
+        if k not in ("listen", "notify_urls", "notify_on", "log_format", "cache_dir")
+    }
+
+    def make_workspace(directory: Path) -> Any:
+        found = next((directory / n for n in PROJECT_FILES if (directory / n).is_file()), None)
+        ws = workspace(
+            {
+                **base,
+                "state_path": state,
+                "config_file": found,
+                "project_search": False,
+                "paths": () if found is not None else (directory,),
+            }
+        )
+        ws.secrets.update(secrets)
+        redactor.secrets = ws.secrets  # the live set the loader fills
+        return ws
+
+    settings = AgentSettings(
+        interval=params["interval"].total_seconds(),
+        auto_apply=params["auto_apply"],
+        self_heal=params["self_heal"],
+        reassert_every=_seconds(params["reassert_every"]),
+        backoff_max=params["backoff_max"].total_seconds(),
+        drain_timeout=params["drain_timeout"],
+        acknowledged=params["acknowledged_file"],
+    )
+    lease = Lease(state, duration=params["lease"].total_seconds())
+    notifier = Notifier(
+        tuple(params["notify_urls"]),
+        params["notify_on"],
+        redactor,
+        log,
+        status.metrics,
+        describe=redact,
+    )
+    runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
+    app = make_app(
+        status,
+        runner.trigger,
+        redactor,
+        webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
+        branch=src.branch if isinstance(src, GitSource) else None,
+        refresh=params["page_refresh"],
+    )
+    try:
+        sock = socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
+        )
+    except OSError as exc:
+        raise BotctlError(f"--listen {host}:{port}: cannot listen: {exc.strerror}") from None
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        notifier.start()
+        server = make_server(app, host, port)
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        bound = sock.getsockname()[1]
+        log.info(
+            "listen",
+            f"listening on http://{host}:{bound}",
+            source=src.description,
+            state=redact(os.fspath(state)),
+        )
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, runner.request_stop, sig)
+        try:
+            await runner.run()
+        finally:
+            server.should_exit = True
+            await notifier.close(timeout=min(5.0, settings.drain_timeout))
+            await serving
+            lease.close()
+            log.info("stop", "stopped: lease released")
+
+    try:
+        asyncio.run(main())
+    finally:
+        sock.close()
+    sys.stderr.flush()
+    return EXIT_OK
