@@ -165,6 +165,7 @@ class Agent:
         status.cycles.append(record)
         status.metrics.cycles.labels(result=record.result).inc()
         if record.result == "failed":
+            status.ready = False
             status.failures += 1
             status.last_error = record.error
             status.backoff = min(

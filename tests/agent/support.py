@@ -1,0 +1,218 @@
+"""Real processes for the agent's end-to-end tests: a bare git repository the test pushes to,
+the agent (``python -m botctl agent``), and a webhook receiver."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.e2e_support import KEY
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+
+
+class GitRemote:
+    """A bare repository (the "remote") and a clone the test commits in and pushes from."""
+
+    def __init__(self, root: Path, branch: str = "main") -> None:
+        self.bare = root / "remote.git"
+        self.clone = root / "clone"
+        self.branch = branch
+        self._run("git", "init", "--quiet", "--bare", f"--initial-branch={branch}", str(self.bare))
+        self._run("git", "init", "--quiet", f"--initial-branch={branch}", str(self.clone))
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.bare}"
+
+    def source(self, path: str = "bots") -> str:
+        return f"git+{self.url}#{self.branch}:{path}"
+
+    def _run(self, *argv: str, cwd: Path | None = None) -> str:
+        env = {**os.environ, **GIT_ENV}
+        env.pop("GIT_DIR", None)
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def push(self, files: dict[str, str | None], message: str = "change") -> str:
+        """Write (None: delete) ``files`` in the clone, commit, push; the new commit."""
+        for name, text in files.items():
+            path = self.clone / name
+            if text is None:
+                path.unlink(missing_ok=True)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        self._run("git", "add", "-A", cwd=self.clone)
+        self._run("git", "commit", "--quiet", "--allow-empty", "-m", message, cwd=self.clone)
+        self._run("git", "push", "--quiet", str(self.bare), f"HEAD:{self.branch}", cwd=self.clone)
+        return self._run("git", "rev-parse", "HEAD", cwd=self.clone).strip()
+
+
+class Receiver:
+    """A webhook receiver on loopback: records every POST body; the first ``fail_first``
+    answers are 500 (to see retries)."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.attempts = 0
+        self.fail_first = fail_first
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.attempts += 1
+                if receiver.attempts <= receiver.fail_first:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                receiver.raw.append(data)
+                receiver.bodies.append(json.loads(data))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.raw: list[bytes] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return [b for b in self.bodies if b["event"]["type"] == kind]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class AgentProcess:
+    """``botctl agent`` as a child process, its listener on a free loopback port."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        full = [sys.executable, "-m", "botctl", "agent", "--listen", "127.0.0.1:0"]
+        full += ["--log-format", "json", *argv]
+        self.proc = subprocess.Popen(
+            full,
+            env={**os.environ, "NO_COLOR": "1", **env},
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.port = 0
+        deadline = time.monotonic() + 30
+        while not self.port:
+            if self.proc.poll() is not None:
+                self._reader.join(5)
+                raise AssertionError(f"the agent exited: {self.log_text()}")
+            assert time.monotonic() < deadline, self.log_text()
+            for line in list(self.lines):
+                entry = _json(line)
+                if entry.get("event") == "listen":
+                    self.port = int(entry["message"].rsplit(":", 1)[1])
+            time.sleep(0.02)
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def log_text(self) -> str:
+        return "\n".join(self.lines)
+
+    def log(self) -> list[dict[str, Any]]:
+        return [_json(line) for line in self.lines]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=10)
+
+    def status(self) -> dict[str, Any]:
+        answer = self.get("/status")
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    def hook(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        return httpx.post(self.url + "/hooks/git", content=body, headers=headers, timeout=10)
+
+    def wait_for(
+        self, check: Callable[[dict[str, Any]], bool], timeout: float = 30, what: str = ""
+    ) -> dict[str, Any]:
+        """Poll /status until ``check`` holds; the status then."""
+        deadline = time.monotonic() + timeout
+        while True:
+            doc = self.status()
+            if check(doc):
+                return doc
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(
+                    f"timed out waiting for {what}: {json.dumps(doc)[:3000]}\n{self.log_text()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, sig: int, timeout: float = 60) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._reader.join(5)
+
+
+def _json(line: str) -> dict[str, Any]:
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def github_headers(body: bytes, secret: str) -> dict[str, str]:
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {
+        "X-Hub-Signature-256": f"sha256={digest}",
+        "X-GitHub-Event": "push",
+        "Content-Type": "application/json",
+    }
+
+
+def agent_env(api_url: str, **extra: str) -> dict[str, str]:
+    return {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": api_url, **extra}
+
+
+def by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {b["chatbotId"]: b for b in doc["chatbots"]}

@@ -1,0 +1,387 @@
+"""``botctl agent`` end to end, with real processes: the sandbox over loopback HTTP, a bare git
+repository the test pushes to, the agent, a webhook receiver."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.agent.support import (
+    AgentProcess,
+    GitRemote,
+    Receiver,
+    by_id,
+    github_headers,
+)
+from tests.e2e_support import Bench, bot_yaml
+
+KEY = "sk-agent-KEY-b71f0c-distinctive"  # found in no response, notification or log line
+SECRET = "TOKEN-zebra-91827-secret"  # a ${secret:} value: likewise
+HOOK = "hook-secret-4411"
+
+
+@pytest.fixture
+def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
+    server = sandbox_factory(api_keys={KEY: "standard"})
+    return Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+
+
+@pytest.fixture
+def receiver() -> Any:
+    found = Receiver()
+    yield found
+    found.close()
+
+
+def env(bench: Bench, **extra: str) -> dict[str, str]:
+    return {
+        "BOTCTL_API_KEY": KEY,
+        "BOTCTL_API_URL": bench.api_url,
+        "PROMPT_TOKEN": SECRET,
+        "HOOK_SECRET": HOOK,
+        **extra,
+    }
+
+
+def start(bench: Bench, *argv: str, **extra: str) -> AgentProcess:
+    state = ["--state", str(bench.workdir / "state.json")]
+    cache = ["--cache-dir", str(bench.workdir / "cache")]
+    return AgentProcess([*state, *cache, *argv], env(bench, **extra), bench.workdir)
+
+
+def settings_of(bench: Bench, chatbot_id: str) -> dict[str, Any]:
+    return dict(bench.bot_state(chatbot_id)["settings"])
+
+
+SUPPORT = bot_yaml(
+    "support",
+    "bot-1",
+    settings="name: Support Bot\ntemp: 0.2\ninstructions: 'Use ${secret:PROMPT_TOKEN} carefully'",
+    attributes="- {name: tier, type: text, label: Tier}",
+)
+SALES = bot_yaml("sales", "bot-2", settings="name: Sales Bot\ntemp: 0.5")
+
+
+def all_synced(doc: dict[str, Any]) -> bool:
+    return bool(doc["chatbots"]) and all(b["status"] == "Synced" for b in doc["chatbots"])
+
+
+def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
+    bench: Bench, receiver: Receiver, tmp_path: Path
+) -> None:
+    remote = GitRemote(tmp_path / "git")
+    first = remote.push({"bots/support.yaml": SUPPORT, "bots/sales.yaml": SALES}, "first")
+    bench.create_bot("bot-1", account=KEY)
+    bench.create_bot("bot-2", account=KEY)
+    agent = start(
+        bench,
+        remote.source("bots"),
+        "--auto-apply",
+        "--interval",
+        "1h",  # only the webhook triggers a cycle after the first
+        "--webhook-secret-env",
+        "HOOK_SECRET",
+        "--notify",
+        receiver.url,
+        "--notify-on",
+        "failed,drift,healed,recovered,synced",
+    )
+    try:
+        # First sync applies the configuration.
+        doc = agent.wait_for(lambda d: d["appliedRevision"] == first and all_synced(d))
+        assert {b["revision"] for b in doc["chatbots"]} == {first}
+        assert settings_of(bench, "bot-1")["temp"] == 0.2
+        assert settings_of(bench, "bot-2")["name"] == "Sales Bot"
+        assert agent.get("/healthz").status_code == 200
+        assert agent.get("/readyz").status_code == 200
+
+        # Unsigned, wrongly signed, wrong token: 401, and no cycle is triggered.
+        cycles = len(doc["cycles"])
+        body = json.dumps({"ref": "refs/heads/main"}).encode()
+        assert agent.hook(body, {}).status_code == 401
+        assert agent.hook(body, github_headers(body, "not-the-secret")).status_code == 401
+        assert agent.hook(body, {"X-Gitlab-Token": "not-the-secret"}).status_code == 401
+        tampered = github_headers(body, HOOK)
+        assert agent.hook(body + b" ", tampered).status_code == 401
+        time.sleep(0.5)
+        assert len(agent.status()["cycles"]) == cycles
+
+        # A pushed commit is applied after its signed webhook (the interval is an hour).
+        second = remote.push(
+            {"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.7")}, "sales warmer"
+        )
+        bench.clear_log()
+        answer = agent.hook(body, github_headers(body, HOOK))
+        assert answer.status_code == 202, answer.text
+        agent.wait_for(lambda d: d["appliedRevision"] == second and all_synced(d), 20, "second")
+        assert settings_of(bench, "bot-2")["temp"] == 0.7
+        assert [w["path"] for w in bench.writes()] == ["/api/v1/update-chatbot-settings"]
+
+        # A push to another branch is acknowledged and ignored.
+        other = json.dumps({"ref": "refs/heads/feature"}).encode()
+        assert agent.hook(other, github_headers(other, HOOK)).json()["status"] == "ignored"
+
+        # An invalid commit: reported located (status, log, notification), nothing sent.
+        broken = SALES.replace("temp: 0.5", "temp: hot")
+        third = remote.push({"bots/sales.yaml": broken}, "broken")
+        bench.clear_log()
+        assert agent.hook(body, {"X-Gitlab-Token": HOOK}).status_code == 202
+        doc = agent.wait_for(
+            lambda d: (d["invalidRevision"] or {}).get("revision") == third, 20, "invalid"
+        )
+        error = doc["invalidRevision"]["error"]
+        assert "bots/sales.yaml:" in error and "temp" in error, error
+        assert str(bench.workdir / "cache") not in error  # the source's paths, not the cache's
+        assert doc["appliedRevision"] == second
+        assert doc["revision"] == second  # the last good revision is kept
+        assert bench.writes() == []
+        failed = receiver.events("failed")
+        assert any(e["event"]["revision"] == third for e in failed), receiver.bodies
+        assert "bots/sales.yaml:" in failed[-1]["text"]
+
+        # The next good commit syncs.
+        fourth = remote.push({"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.9")})
+        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
+        doc = agent.wait_for(lambda d: d["appliedRevision"] == fourth and all_synced(d), 20)
+        assert doc["invalidRevision"] is None
+        assert settings_of(bench, "bot-2")["temp"] == 0.9
+        synced = receiver.events("synced")
+        assert {e["event"]["revision"] for e in synced} >= {first, second, fourth}
+        assert all("text" in b for b in receiver.bodies)
+
+        # /metrics, parsed by the Prometheus client's own parser.
+        metrics = agent.get("/metrics")
+        families = {f.name: f for f in text_string_to_metric_families(metrics.text)}
+        chatbots = {s.labels["status"]: s.value for s in families["botctl_agent_chatbots"].samples}
+        assert chatbots["Synced"] == 2
+        cycles_by = {
+            s.labels["result"]: s.value
+            for s in families["botctl_agent_cycles"].samples
+            if s.name == "botctl_agent_cycles_total"
+        }
+        assert cycles_by["applied"] >= 3 and cycles_by["invalid"] >= 1
+        requests = [
+            s for s in families["botctl_agent_requests"].samples if s.name.endswith("_total")
+        ]
+        assert any(s.labels["operation"] == "update settings" for s in requests)
+        assert all(int(s.labels["status"]) < 300 for s in requests), requests
+        info = families["botctl_agent_revision_info"].samples[0]
+        assert info.labels["revision"] == fourth
+        assert families["botctl_agent_last_sync_timestamp_seconds"].samples[0].value > 0
+        assert families["botctl_agent_apply_duration_seconds"].samples
+
+        served = [agent.get(p).text for p in ("/status", "/", "/metrics", "/readyz", "/healthz")]
+        # The plan of an apply is in /status, secrets masked.
+        plans = [c["plan"] for c in agent.status()["cycles"] if c["plan"]]
+        assert plans
+    finally:
+        code = agent.stop(signal.SIGTERM)
+    assert code == 0, agent.log_text()
+    assert bench.bot_state("bot-1")["settings"]["instructions"] == f"Use {SECRET} carefully"
+    everything = "\n".join([*served, *(r.decode() for r in receiver.raw), agent.log_text()])
+    assert KEY not in everything
+    assert SECRET not in everything
+    assert HOOK not in everything
+    assert all(line.startswith("{") for line in agent.lines), agent.log_text()
+
+
+def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
+    bench: Bench, receiver: Receiver
+) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    settings = "name: Support\nmodel: gpt-4o-mini\ntemp: 0.2"
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings=settings))
+    common = [str(bench.config_dir), "--auto-apply", "--interval", "0.3s", "--notify"]
+    agent = start(bench, *common, receiver.url)
+    try:
+        agent.wait_for(all_synced, what="first sync")
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
+        doc = agent.wait_for(lambda d: by_id(d)["bot-1"]["status"] == "Drifted", what="drift")
+        assert by_id(doc)["bot-1"]["drift"] == {"changed_outside": 1}
+        time.sleep(1.0)  # a few more cycles: reported, never re-applied
+        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"
+        drift = receiver.events("drift")
+        assert len(drift) == 1, receiver.bodies  # once, not every cycle
+        assert drift[0]["event"]["items"][0]["key"] == "model"
+        assert "support" in drift[0]["text"]
+    finally:
+        assert agent.stop(signal.SIGINT) == 0
+    healer = start(bench, *common, receiver.url, "--self-heal")
+    try:
+        # A new agent applies its revision once at start: that alone restores the value.
+        healer.wait_for(lambda d: d["appliedRevision"] and all_synced(d), what="first sync")
+        assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
+        doc = healer.wait_for(
+            lambda d: any(c["result"] == "healed" for c in d["cycles"]) and all_synced(d),
+            what="healed",
+        )
+        assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
+        healed = receiver.events("healed")
+        assert len(healed) == 1 and healed[0]["event"]["items"][0]["key"] == "model"
+        cycle = next(c for c in doc["cycles"] if c["result"] == "healed")
+        assert cycle["plan"]["summary"]["update"] == 1
+    finally:
+        assert healer.stop(signal.SIGTERM) == 0
+
+
+def test_reassert_every_undoes_an_edit_no_read_can_see(bench: Bench) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
+    agent = start(
+        bench,
+        str(bench.config_dir),
+        "--auto-apply",
+        "--self-heal",
+        "--reassert-every",
+        "1s",
+        "--interval",
+        "0.3s",
+    )
+    try:
+        agent.wait_for(all_synced, what="first sync")
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"temp": 0.9}})
+        deadline = time.monotonic() + 30
+        while settings_of(bench, "bot-1")["temp"] != 0.2:
+            assert time.monotonic() < deadline, agent.log_text()
+            time.sleep(0.1)
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
+    bench: Bench, receiver: Receiver
+) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="name: Support\ntemp: 0.2"))
+    agent = start(
+        bench,
+        str(bench.config_dir),
+        "--auto-apply",
+        "--interval",
+        "0.2s",
+        "--backoff-max",
+        "3s",
+        "--notify",
+        receiver.url,
+    )
+    try:
+        agent.wait_for(all_synced, what="first sync")
+        bench.admin(
+            "POST", "/faults", {"method": "GET", "path": "*", "status": 403, "count": 10**6}
+        )
+        doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 2, 60, "failures")
+        assert doc["backoffSeconds"] >= 2  # 2 s doubling, not the 0.2 s interval
+        assert "403" in doc["lastError"]
+        assert agent.get("/readyz").status_code == 503
+        doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 3, 60, "more failures")
+        assert doc["backoffSeconds"] == 3  # the ceiling
+        families = text_string_to_metric_families(agent.get("/metrics").text)
+        backoff = next(f for f in families if f.name == "botctl_agent_backoff_seconds")
+        assert backoff.samples[0].value == 3
+        assert len(receiver.events("failed")) == 1  # the first failure of a run only
+        bench.admin("DELETE", "/faults")
+        doc = agent.wait_for(lambda d: d["consecutiveFailures"] == 0, 60, "recovery")
+        assert doc["backoffSeconds"] == 0
+        assert agent.get("/readyz").status_code == 200
+        (recovered,) = receiver.events("recovered")
+        assert recovered["event"]["failedCycles"] >= 3
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_status_page_in_headless_chromium_shows_every_chatbot(bench: Bench, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does)")
+    names = [f"bot-{i}" for i in range(5)]
+    for i, chatbot_id in enumerate(names):
+        bench.create_bot(chatbot_id, account=KEY)
+        bench.write(f"b{i}.yaml", bot_yaml(f"chatbot-{i}", chatbot_id, settings="temp: 0.3"))
+    bench.create_bot("bot-missing-too", account=KEY)
+    bench.write("gone.yaml", bot_yaml("ghost", "bot-nowhere", settings="temp: 0.3"))
+    agent = start(bench, str(bench.config_dir), "--auto-apply", "--interval", "0.5s")
+    try:
+        agent.wait_for(lambda d: len(d["cycles"]) >= 2 and d["ready"], what="two cycles")
+        flags = ["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run"]
+        profile = f"--user-data-dir={tmp_path / 'chromium'}"
+        shot = tmp_path / "page.png"
+        dom = subprocess.run(
+            [browser, *flags, profile, "--dump-dom", agent.url + "/"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        subprocess.run(
+            [
+                browser,
+                *flags,
+                profile,
+                f"--screenshot={shot}",
+                "--window-size=1400,900",
+                agent.url + "/",
+            ],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        agent.stop(signal.SIGTERM)
+    from html.parser import HTMLParser
+
+    rows: list[dict[str, str]] = []
+
+    class Rows(HTMLParser):
+        current: dict[str, str] | None = None
+        cell = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found = dict(attrs)
+            if tag == "tr" and found.get("class") == "chatbot":
+                self.current = {"id": found.get("data-chatbot-id") or "", "text": ""}
+                rows.append(self.current)
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "tr":
+                self.current = None
+
+        def handle_data(self, data: str) -> None:
+            if self.current is not None:
+                self.current["text"] += data + " "
+
+    Rows().feed(dom)
+    assert sorted(r["id"] for r in rows) == sorted([*names, "bot-nowhere"])
+    for i, chatbot_id in enumerate(names):
+        row = next(r for r in rows if r["id"] == chatbot_id)
+        assert f"chatbot-{i}" in row["text"] and "Synced" in row["text"], row
+    ghost = next(r for r in rows if r["id"] == "bot-nowhere")
+    assert "Missing" in ghost["text"]
+    assert 'http-equiv="refresh"' in dom and "<script" not in dom
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 5000
+
+
+def test_listener_refuses_a_webhook_when_no_secret_is_configured(bench: Bench) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
+    agent = start(bench, str(bench.config_dir), "--interval", "1h")
+    try:
+        doc = agent.wait_for(lambda d: d["ready"], what="ready")
+        assert by_id(doc)["bot-1"]["status"] == "OutOfSync"  # plan only by default
+        assert bench.writes() == []
+        answer = httpx.post(agent.url + "/hooks/git", content=b"{}", timeout=10)
+        assert answer.status_code == 401
+        assert len(agent.status()["cycles"]) == 1
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
