@@ -137,7 +137,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
             lambda d: (d["invalidRevision"] or {}).get("revision") == third, 20, "invalid"
         )
         error = doc["invalidRevision"]["error"]
-        assert "bots/sales.yaml:" in error and "temp" in error, error
+        assert "bots/sales.yaml:" in error, error
+        assert "temp" in error, error
         assert str(bench.workdir / "cache") not in error  # the source's paths, not the cache's
         assert doc["appliedRevision"] == second
         assert doc["revision"] == second  # the last good revision is kept
@@ -166,7 +167,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
             for s in families["botctl_agent_cycles"].samples
             if s.name == "botctl_agent_cycles_total"
         }
-        assert cycles_by["applied"] >= 3 and cycles_by["invalid"] >= 1
+        assert cycles_by["applied"] >= 3
+        assert cycles_by["invalid"] >= 1
         requests = [
             s for s in families["botctl_agent_requests"].samples if s.name.endswith("_total")
         ]
@@ -225,7 +227,8 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         )
         assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
         healed = receiver.events("healed")
-        assert len(healed) == 1 and healed[0]["event"]["items"][0]["key"] == "model"
+        assert len(healed) == 1
+        assert healed[0]["event"]["items"][0]["key"] == "model"
         cycle = next(c for c in doc["cycles"] if c["result"] == "healed")
         assert cycle["plan"]["summary"]["update"] == 1
     finally:
@@ -364,10 +367,12 @@ def test_status_page_in_headless_chromium_shows_every_chatbot(bench: Bench, tmp_
     assert sorted(r["id"] for r in rows) == sorted([*names, "bot-nowhere"])
     for i, chatbot_id in enumerate(names):
         row = next(r for r in rows if r["id"] == chatbot_id)
-        assert f"chatbot-{i}" in row["text"] and "Synced" in row["text"], row
+        assert f"chatbot-{i}" in row["text"], row
+        assert "Synced" in row["text"], row
     ghost = next(r for r in rows if r["id"] == "bot-nowhere")
     assert "Missing" in ghost["text"]
-    assert 'http-equiv="refresh"' in dom and "<script" not in dom
+    assert 'http-equiv="refresh"' in dom
+    assert "<script" not in dom
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 5000
 
