@@ -38,6 +38,7 @@ from botctl.reconcile.apply import OpResult, Stop, StopEvent
 from botctl.reconcile.drift import DriftItem, DriftReport, acknowledge
 from botctl.service.pacing import RequestStats
 from botctl.store.acknowledgements import read_acknowledgements
+from botctl.store.backend import LeaseLost
 from botctl.store.backends import open_backend
 from botctl.store.lock import Lease, LeasedBackend
 
@@ -386,6 +387,12 @@ class Agent:
             else:
                 self.log.warning("stop", f"abandoning the {in_flight} operation(s) in flight")
 
+        # A fresh renewal first: a process paused past its lease must not send anything.
+        if not await asyncio.to_thread(self.lease.renew):
+            raise LeaseLost(
+                f"the lease on the state was lost ({self.lease.lost or 'it lapsed'}): "
+                "nothing was applied"
+            )
         stop = Stop(self.settings.drain_timeout, stopping)
         self._apply_stop = stop
         started = time.monotonic()

@@ -172,8 +172,11 @@ class Lease:
     def try_acquire(self) -> bool:
         """Take the lease if it is free or lapsed; start renewing it."""
         with self._guard:
-            if self.info is not None:
-                return True
+            held = self.info
+        if held is not None:
+            # Ours, unless it lapsed meanwhile (a paused process): then renewing says.
+            return not held.lapsed() or self.renew()
+        with self._guard:
             info = LockInfo.for_this_process(f"botctl {self.command}", lease=self.duration)
             if not take_lock(self._backend, info):
                 return False

@@ -1,0 +1,132 @@
+"""The agent's lifecycle with real processes: SIGTERM in the middle of an apply drains it,
+records what finished and exits 0; two agents on one state never both write, and the standby
+takes over when the active one is killed (SIGKILL) or paused past its lease (SIGSTOP)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from botctl.store.lock import read_lock
+from tests.agent.support import AgentProcess
+from tests.e2e_support import Bench, bot_yaml
+from tests.test_signals import assert_recorded, successful_writes, wait_until_answered
+
+KEY = "test-key"
+
+
+@pytest.fixture
+def slow_bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
+    server = sandbox_factory(latency_ms=120)
+    return Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+
+
+@pytest.fixture
+def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
+    server = sandbox_factory()
+    return Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+
+
+def start(bench: Bench, *argv: str) -> AgentProcess:
+    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
+    state = ["--state", str(bench.state_path)]
+    return AgentProcess([str(bench.config_dir), *state, *argv], env, bench.workdir)
+
+
+def test_sigterm_mid_apply_drains_records_and_exits_0(slow_bench: Bench) -> None:
+    bench = slow_bench
+    attributes = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(6))
+    for n in range(4):
+        bench.create_bot(f"bot-{n}")
+        bench.write(
+            f"b{n}.yaml", bot_yaml(f"b{n}", f"bot-{n}", settings="temp: 0.3", attributes=attributes)
+        )
+    agent = start(bench, "--auto-apply", "--parallelism", "1", "--drain-timeout", "10")
+    try:
+        deadline = time.monotonic() + 30
+        while not any(e.get("event") == "apply" for e in agent.log()):
+            assert time.monotonic() < deadline, agent.log_text()
+            time.sleep(0.01)
+        code = agent.stop(signal.SIGTERM, timeout=30)
+    finally:
+        agent.kill()
+    assert code == 0, agent.log_text()
+    messages = [e.get("message", "") for e in agent.log()]
+    assert any("no operation starts from now on" in m for m in messages), agent.log_text()
+    assert messages[-1] == "stopped: lease released"
+    assert read_lock(bench.state_path) is None  # the lease is released
+    wait_until_answered(bench)
+    writes = successful_writes(bench)
+    assert 0 < len(writes) < 4 * 7  # it stopped part way
+    assert_recorded(bench, writes)  # every write the service applied is in the state
+    # A re-run does only what is left: nothing is created twice.
+    rerun = bench.run("apply", "--auto-approve", str(bench.config_dir))
+    assert rerun.exit_code == 0, rerun.output
+    creates = Counter(
+        (w["path"], w["body"]["name"]) for w in successful_writes(bench) if "custom" in w["path"]
+    )
+    assert len(creates) == 24
+    assert set(creates.values()) == {1}
+
+
+def settings_writes(bench: Bench) -> list[dict[str, Any]]:
+    return [w for w in successful_writes(bench) if w["path"].endswith("/update-chatbot-settings")]
+
+
+def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
+    for n in range(3):
+        bench.create_bot(f"bot-{n}")
+        bench.write(f"b{n}.yaml", bot_yaml(f"b{n}", f"bot-{n}", settings="temp: 0.3"))
+    flags = ("--auto-apply", "--interval", "0.2s", "--lease", "2s")
+    first = start(bench, *flags)
+    agents = [first]
+    try:
+        first.wait_for(lambda d: d["role"] == "active" and d["appliedRevision"], what="active")
+        second = start(bench, *flags)
+        agents.append(second)
+        doc = second.wait_for(lambda d: d["role"] == "standby", what="standby")
+        assert f"pid {first.proc.pid}" in doc["leaseHolder"]
+        assert second.get("/readyz").status_code == 503  # a standby does not reconcile
+        time.sleep(1.0)  # both running: still one write per chatbot
+        assert len(settings_writes(bench)) == 3
+
+        # A change: applied once, by the holder.
+        bench.write("b0.yaml", bot_yaml("b0", "bot-0", settings="temp: 0.4"))
+        first.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied")
+        time.sleep(0.6)
+        assert len(settings_writes(bench)) == 4
+
+        # SIGKILL the holder: the standby takes over once the lease lapses.
+        first.proc.kill()
+        first.proc.wait(10)
+        second.wait_for(lambda d: d["role"] == "active", 30, "takeover")
+        holder = read_lock(bench.state_path)
+        assert holder is not None
+        assert holder.pid == second.proc.pid
+        bench.write("b1.yaml", bot_yaml("b1", "bot-1", settings="temp: 0.5"))
+        second.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied by 2")
+        assert len(settings_writes(bench)) == 5
+
+        # Pause the new holder past its lease: a third agent takes over; once resumed, the
+        # paused one finds its lease gone and writes nothing.
+        second.proc.send_signal(signal.SIGSTOP)
+        third = start(bench, *flags)
+        agents.append(third)
+        third.wait_for(lambda d: d["role"] == "active", 30, "third takes over")
+        bench.write("b2.yaml", bot_yaml("b2", "bot-2", settings="temp: 0.6"))
+        third.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied by 3")
+        second.proc.send_signal(signal.SIGCONT)
+        second.wait_for(lambda d: d["role"] == "standby", 30, "the paused one stands by")
+        time.sleep(0.6)
+        writes = settings_writes(bench)
+        assert len(writes) == 6, writes
+        bodies = Counter(str(sorted(w["body"].items())) for w in writes)
+        assert set(bodies.values()) == {1}  # every write sent once
+    finally:
+        for agent in agents:
+            agent.kill()
