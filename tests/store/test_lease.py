@@ -1,0 +1,130 @@
+"""The state lock as a lease, on every backend (path, git, S3 on moto's server): one holder;
+a lapsed lease is taken over; a holder that lost its lease cannot renew it or write (its
+compare-and-swap fails); renewals keep a git branch's history short; a plain apply takes
+over a lapsed lease but never a live one."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from botctl.errors import LockError
+from botctl.plan import BotRef
+from botctl.store.backend import LeaseLost, LockInfo
+from botctl.store.backends import open_backend
+from botctl.store.lock import Lease, LeasedBackend, StateLock, read_lock
+from botctl.store.state import StateWriter, read_state
+from tests.store.conftest import StateUnderTest
+
+LEASE = 1.0
+
+
+def lapse(lease: Lease) -> None:
+    """The holder stops renewing (as if paused or killed), and its lease runs out."""
+    lease._stop.set()
+    assert lease.info is not None
+    time.sleep(max(0.0, lease.info.expires - time.time()) + 0.05 if lease.info.expires else 0)
+
+
+def test_one_holder_takeover_after_lapse_and_the_old_holder_cannot_write(
+    state: StateUnderTest,
+) -> None:
+    first, second = Lease(state.url, duration=LEASE), Lease(state.url, duration=LEASE)
+    try:
+        assert first.try_acquire()
+        assert not second.try_acquire()  # held and renewed
+        time.sleep(LEASE * 1.2)
+        assert not second.try_acquire()  # the heartbeat kept it
+        holder = read_lock(state.url)
+        assert holder is not None
+        assert holder.same_holder(first.info)
+        assert holder.expires is not None
+
+        # The first writes through its lease.
+        with open_backend(state.url) as inner:
+            backend = LeasedBackend(inner, first)
+            snapshot = read_state(backend)
+            version = backend.write('{"serial": 1}\n', snapshot.version, "first write")
+        lapse(first)
+        assert second.try_acquire()  # taken over once lapsed
+        # The old holder's renewal finds another lock; its writes are refused, even through
+        # a backend that does not know it lapsed.
+        assert not first.renew()
+        assert first.lost == "another holder took the lease over"
+        stale = LockInfo.from_text(holder.to_text())
+        with open_backend(state.url) as inner:
+            with pytest.raises(LeaseLost):
+                inner.write_fenced('{"serial": 2}\n', version, "stale", stale)
+            with pytest.raises(LeaseLost):
+                LeasedBackend(inner, first).write('{"serial": 2}\n', version, "stale")
+            assert inner.read().text == '{"serial": 1}\n'
+            # The new holder writes.
+            LeasedBackend(inner, second).write('{"serial": 3}\n', inner.read().version, "new")
+            assert inner.read().text == '{"serial": 3}\n'
+    finally:
+        second.close()
+        first.close()
+    assert read_lock(state.url) is None  # released
+
+
+def test_the_state_writer_writes_under_a_lease_across_renewals(state: StateUnderTest) -> None:
+    lease = Lease(state.url, duration=0.6)
+    try:
+        assert lease.try_acquire()
+        with open_backend(state.url) as inner:
+            backend = LeasedBackend(inner, lease)
+            stored = read_state(backend)
+            writer = StateWriter(stored.state, backend, version=stored.version, interval=0)
+            bot = BotRef("support", "bot-1", "BOTCTL_API_KEY")
+            for temp in (0.2, 0.3):
+                if writer.state.record_verified(bot, {"temp": temp}, {}):
+                    writer.touched("bot-1", f"temp {temp}")
+                writer.flush()
+                writer.raise_if_failed()
+                time.sleep(0.5)  # renewals meanwhile (a git backend: commits on the branch)
+        assert read_state(state.url).state.bots["bot-1"].settings.json_fields["temp"] == 0.3
+    finally:
+        lease.close()
+
+
+def test_a_plain_lock_takes_over_a_lapsed_lease_never_a_live_one(state: StateUnderTest) -> None:
+    lease = Lease(state.url, duration=LEASE)
+    try:
+        assert lease.try_acquire()
+        with pytest.raises(LockError, match="lease until"):
+            StateLock(state.url, command="apply").acquire()
+        lapse(lease)
+        lock = StateLock(state.url, command="apply")
+        lock.acquire()
+        assert not lease.renew()
+        lock.release()
+    finally:
+        lease.close()
+
+
+def test_git_renewals_add_one_commit_between_state_writes(tmp_path: object) -> None:
+    from pathlib import Path
+
+    repo = Path(str(tmp_path)) / "state.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(repo)], check=True)
+    url = f"git+file://{repo}#botctl-state:state.json"
+    lease = Lease(url, duration=60)
+    try:
+        assert lease.try_acquire()
+        for _ in range(5):
+            assert lease.renew()
+
+        def commits() -> int:
+            out = subprocess.run(
+                ["git", f"--git-dir={repo}", "rev-list", "--count", "botctl-state"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            return int(out.stdout)
+
+        assert commits() == 2  # the lock taken, and one renewal (amended each time)
+    finally:
+        lease.close()
