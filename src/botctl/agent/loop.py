@@ -31,7 +31,7 @@ from botctl.agent.notify import Notifier
 from botctl.agent.source import Revision, Source
 from botctl.agent.status import AgentStatus, BotStatus, CycleRecord, now_iso
 from botctl.errors import BotctlError
-from botctl.pipeline.flows import make_drift, run_apply
+from botctl.pipeline.flows import make_drift_and_plan, run_apply
 from botctl.pipeline.workspace import Workspace, load
 from botctl.plan import Plan
 from botctl.reconcile.apply import OpResult, Stop, StopEvent
@@ -88,6 +88,7 @@ class Agent:
         self._last_reassert: float | None = None
         self._reported_drift: frozenset[tuple[str, str, str]] = frozenset()
         self._numbers = 0
+        self._unsynced: set[str] = set()  # chatbots the last plan would write to
 
     # --- driving the loop ---------------------------------------------------------------
 
@@ -266,10 +267,17 @@ class Agent:
         return False
 
     async def _drift(self, ws: Workspace) -> DriftReport:
-        report = await make_drift(ws)
+        report, plan = await make_drift_and_plan(ws)
         if self.settings.acknowledged is not None:
             entries = read_acknowledgements(self.settings.acknowledged)
             report = acknowledge(report, entries, datetime.now(UTC))
+        # What the plan would send beyond what drift can classify (a value nothing can read
+        # and nothing recorded): those chatbots are out of sync too. Reasserts are not.
+        self._unsynced = {
+            op.bot.chatbot_id
+            for op in plan.operations
+            if any(change.action != "reassert" for change in op.changes)
+        }
         return report
 
     async def _reconcile_revision(
@@ -278,10 +286,15 @@ class Agent:
         stats = RequestStats()
         ws = replace(ws, service=replace(ws.service, stats=stats))
         try:
-            report = await self._drift(ws)
-            self.status.ready = True
-            drifted = [i for i in report.counted if i.drift_class in HEALABLE]
             new = revision.id != self.status.applied_revision
+            report: DriftReport | None = None
+            drifted: list[DriftItem] = []
+            if not (self.settings.auto_apply and new):
+                # A new revision to apply needs no drift first: the apply plans it, and the
+                # drift after it gives the statuses (one pass of reads fewer per push).
+                report = await self._drift(ws)
+                self.status.ready = True
+                drifted = [i for i in report.counted if i.drift_class in HEALABLE]
             heal = self.settings.self_heal and bool(drifted)
             reassert = self._reassert_due()
             failures: dict[str, str] = {}
@@ -297,6 +310,8 @@ class Agent:
                     record.result = "interrupted"
                     return
                 report = await self._drift(ws)
+                self.status.ready = True
+            assert report is not None
             self._statuses(report, revision, failures)
             if record.failed or (record.applied == 0 and failures):
                 record.result = "failed"
@@ -347,7 +362,7 @@ class Agent:
                 )
         else:
             self._reported_drift = frozenset()
-            if pending:
+            if pending or self._unsynced:
                 record.result = "out_of_sync"
         if record.result == "synced" and self.status.bots:
             self.status.last_success = record.finished or now_iso()
@@ -437,7 +452,7 @@ class Agent:
                 bot.last_error = "the service does not list this chatbot"
             elif any(c in drift for c in (*HEALABLE, "unmanaged")):
                 new = "Drifted"
-            elif drift:
+            elif drift or chatbot_id in self._unsynced:
                 new = "OutOfSync"
             else:
                 new = "Synced"

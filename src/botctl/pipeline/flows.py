@@ -220,11 +220,28 @@ async def make_drift(ws: Workspace) -> DriftReport:
         _choose_encryption(state, ws, backend)
         _require_key(state, desired, backend, create=False)
     live, notes = await _read(ws, desired.bots)
+    return _drift_of(desired, live, state, ws, notes)
+
+
+def _drift_of(
+    desired: Desired, live: Live, state: State, ws: Workspace, notes: tuple[str, ...]
+) -> DriftReport:
     with collector_paused():
         report = compute_drift(desired, live, state)
     notes += tuple(state.warnings)
     warnings = lint.without_disabled(report.warnings + notes, ws.disabled_warnings)
     return replace(report, warnings=warnings)
+
+
+async def make_drift_and_plan(ws: Workspace) -> tuple[DriftReport, Plan]:
+    """Drift and the plan, from one read of the service (the agent: drift classifies what
+    can be read; the plan also holds what would be sent where nothing can be read)."""
+    desired = load(ws)
+    state = load_state(ws.state_path)
+    live, notes = await _read(ws, desired.bots)
+    return _drift_of(desired, live, state, ws, notes), _compute_plan(
+        desired, live, state, ws, notes
+    )
 
 
 async def run_apply(
