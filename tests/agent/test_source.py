@@ -1,0 +1,69 @@
+"""The agent's sources and redaction, on real directories and git repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from botctl.agent.log import Log, Redactor
+from botctl.agent.source import DirectorySource, GitSource, SourceError, open_source
+from tests.agent.support import GitRemote
+
+
+def test_a_directory_revision_changes_with_its_yaml_files_only(tmp_path: Path) -> None:
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "a.yaml").write_text("a: 1\n")
+    source = open_source(str(tmp_path), tmp_path / "cache")
+    assert isinstance(source, DirectorySource)
+    first = source.fetch()
+    assert first.directory == tmp_path
+    (tmp_path / "notes.txt").write_text("not configuration")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.yaml").write_text("ignored: true\n")
+    assert source.fetch().id == first.id
+    (tmp_path / "bots" / "a.yaml").write_text("a: 2\n")
+    assert source.fetch().id != first.id
+
+
+def test_a_source_that_is_neither_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="not a directory"):
+        open_source(str(tmp_path / "nowhere"), tmp_path / "cache")
+
+
+def test_a_git_source_is_fetched_shallow_into_its_own_cache(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "git")
+    remote.push({"bots/a.yaml": "a: 1\n", "other/b.yaml": "b: 1\n"}, "one")
+    second = remote.push({"bots/a.yaml": "a: 2\n"}, "two")
+    source = open_source(remote.source("bots"), tmp_path / "cache")
+    assert isinstance(source, GitSource)
+    revision = source.fetch()
+    assert revision.id == second
+    assert (revision.directory / "a.yaml").read_text() == "a: 2\n"
+    assert not (revision.directory / "other").exists()  # only the path
+    assert revision.directory.is_relative_to(tmp_path / "cache")
+    shallow = source.git_dir / "shallow"
+    assert shallow.read_text().strip() == second  # the tip only
+    # An error naming a file of the revision names it as the source does.
+    text = f"{revision.directory}/a.yaml:1:4: wrong"
+    assert source.display(text) == "bots/a.yaml:1:4: wrong"
+
+
+def test_git_errors_never_show_credentials(tmp_path: Path) -> None:
+    url = "git+https://robot:hunter2-secret@127.0.0.1:9/acme/bots.git#main:bots"
+    source = GitSource(url, tmp_path / "cache")
+    assert "hunter2" not in source.description
+    with pytest.raises(SourceError) as caught:
+        source.fetch()
+    assert "hunter2" not in str(caught.value)
+    assert "git fetch failed" in str(caught.value)
+
+
+def test_the_redactor_masks_keys_secrets_and_their_spellings() -> None:
+    secrets: set[str] = {'quote"secret'}
+    redact = Redactor({"BOTCTL_API_KEY": "sk-live-123456"}, ["BOTCTL_API_KEY", "UNSET"], secrets)
+    lines: list[str] = []
+    log = Log("json", lines.append, redact)
+    log.info("x", 'key sk-live-123456 and secret quote"secret', detail='quote"secret')
+    assert "sk-live-123456" not in lines[0]
+    assert "quote" not in lines[0]
