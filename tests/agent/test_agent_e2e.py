@@ -390,3 +390,88 @@ def test_listener_refuses_a_webhook_when_no_secret_is_configured(bench: Bench) -
         assert len(agent.status()["cycles"]) == 1
     finally:
         assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_a_failed_operation_marks_its_chatbot_failed_and_is_retried(
+    bench: Bench, receiver: Receiver
+) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    bench.create_bot("bot-2", account=KEY)
+    attributes = "- {name: tier, type: text, label: Tier}"
+    bench.write("a.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2", attributes=attributes))
+    bench.write("b.yaml", bot_yaml("sales", "bot-2", settings="temp: 0.2", attributes=attributes))
+    refused = {
+        "method": "POST",
+        "path": "/api/v1/chatbots/bot-1/custom-attributes",
+        "status": 400,
+        "count": 10**6,
+    }
+    bench.admin("POST", "/faults", refused)
+    agent = start(
+        bench, str(bench.config_dir), "--auto-apply", "--interval", "0.2s", "--notify", receiver.url
+    )
+    try:
+        doc = agent.wait_for(lambda d: by_id(d)["bot-1"]["status"] == "Failed", what="failed")
+        failed = by_id(doc)["bot-1"]
+        assert "tier" in failed["lastError"]
+        assert "400" in failed["lastError"]
+        assert doc["cycles"][0]["result"] == "failed"
+        assert doc["appliedRevision"] is None  # not applied whole: tried again
+        agent.wait_for(lambda d: by_id(d)["bot-2"]["status"] == "Synced", what="the other")
+        assert receiver.events("failed")
+        bench.admin("DELETE", "/faults")
+        doc = agent.wait_for(all_synced, 60, "retried")
+        assert doc["appliedRevision"] is not None
+        assert by_id(doc)["bot-1"]["lastError"] is None
+        assert receiver.events("recovered")
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: Bench) -> None:
+    bench.create_bot("bot-1", account=KEY)
+    bench.create_bot("bot-2", account=KEY)
+    settings = "name: Support\nmodel: gpt-4o-mini"
+    bench.write("a.yaml", bot_yaml("support", "bot-1", settings=settings))
+    bench.write("b.yaml", bot_yaml("sales", "bot-2", settings="temp: 0.7"))
+    ack = bench.workdir / "ack.json"
+    bench.env = {"BOTCTL_API_KEY": KEY}
+    accepted = bench.run("drift", "--accept", str(ack), str(bench.config_dir))
+    assert accepted.exit_code == 0, accepted.output
+    body = b"{}"
+    agent = start(
+        bench,
+        str(bench.config_dir),
+        "--auto-apply",
+        "--self-heal",
+        "--target",
+        "support",
+        "--acknowledged",
+        str(ack),
+        "--interval",
+        "1h",
+        "--webhook-secret-env",
+        "HOOK_SECRET",
+    )
+    try:
+        doc = agent.wait_for(all_synced, what="first sync")
+        assert [b["chatbotId"] for b in doc["chatbots"]] == ["bot-1"]
+        assert all(w["body"]["chatbotId"] == "bot-1" for w in bench.writes())
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
+        accepted = bench.run(
+            "drift", "--target", "support", "--accept", str(ack), str(bench.config_dir)
+        )
+        assert accepted.exit_code == 0, accepted.output
+        cycles = len(doc["cycles"])
+        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
+        doc = agent.wait_for(lambda d: len(d["cycles"]) > cycles, what="a cycle")
+        assert by_id(doc)["bot-1"]["status"] == "Synced"  # acknowledged: not counted
+        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # nor healed
+        # The live value moves on: the acknowledgement no longer covers it.
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
+        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
+        agent.wait_for(lambda d: d["cycles"][0]["result"] == "healed", what="healed")
+        assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
+        assert "temp" not in settings_of(bench, "bot-2")  # never selected, never written
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0

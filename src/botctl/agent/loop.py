@@ -271,12 +271,12 @@ class Agent:
         if self.settings.acknowledged is not None:
             entries = read_acknowledgements(self.settings.acknowledged)
             report = acknowledge(report, entries, datetime.now(UTC))
-        # What the plan would send beyond what drift can classify (a value nothing can read
-        # and nothing recorded): those chatbots are out of sync too. Reasserts are not.
+        # What the plan would send beyond what drift classifies: a value nothing can read and
+        # nothing records (confidence unknown). Those chatbots are out of sync too.
         self._unsynced = {
-            op.bot.chatbot_id
-            for op in plan.operations
-            if any(change.action != "reassert" for change in op.changes)
+            bot.chatbot_id
+            for bot, change in plan.changes()
+            if change.confidence == "unknown" and change.action != "reassert"
         }
         return report
 
