@@ -214,9 +214,9 @@ class Agent:
     async def _reconcile(self, record: CycleRecord) -> None:
         status = self.status
         if not await asyncio.to_thread(self.lease.try_acquire):
-            status.role = "standby"
             holder = await asyncio.to_thread(self.lease.holder)
-            status.lease_holder = holder.describe() if holder is not None else None
+            status.role = "standby"
+            status.lease_holder = holder.describe() if holder is not None else "(changing hands)"
             record.result = "standby"
             return
         if status.role != "active":
