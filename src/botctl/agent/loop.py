@@ -258,6 +258,7 @@ class Agent:
                 error=error,
             )
             return True
+        self.redact.add_variables(bot.api_key_env for bot in desired.bots)
         self.log.info("revision", f"new revision {revision.id}: {len(desired.bots)} chatbot(s)")
         self._good, self._bad = (revision, ws), None
         self.status.invalid = None

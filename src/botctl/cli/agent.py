@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -250,9 +251,9 @@ def agent(source: str, **params: Any) -> int:
                 "paths": () if found is not None else (directory,),
             }
         )
-        ws.secrets.update(secrets)
-        redactor.secrets = ws.secrets  # the live set the loader fills
-        return ws
+        # One set of secrets for every revision's workspace: the loader adds to it, the
+        # client and the redactor mask what it holds (those of older revisions too).
+        return replace(ws, secrets=secrets, service=replace(ws.service, secrets=secrets))
 
     settings = AgentSettings(
         interval=params["interval"].total_seconds(),
