@@ -10,6 +10,8 @@ latency) with a git source in a bare repository.
 2. Idle cost: cycles with nothing to do (``--interval 1s``): the agent process's CPU seconds
    per cycle (from /proc, its own and its children's, so git counts) and the requests each
    sends (the sandbox's log); CPU per hour at the default 60 s interval follows.
+3. Takeover: two agents (``--lease 10s``, ``--interval 1s``); the active one is SIGKILLed, and
+   the time until the standby reports itself active is measured.
 """
 
 from __future__ import annotations
@@ -142,6 +144,24 @@ def main() -> None:
         finally:
             agent.kill()
         assert cycles0 > 0
+
+        # 3. Takeover after SIGKILL.
+        ha = [*common, "--interval", "1s", "--lease", "10s"]
+        active = AgentProcess([remote.source("bots"), *ha], env, work)
+        standby = None
+        try:
+            active.wait_for(lambda d: d["role"] == "active", 600, "active")
+            standby = AgentProcess([remote.source("bots"), *ha], env, work)
+            standby.wait_for(lambda d: d["role"] == "standby", 600, "standby")
+            active.proc.kill()
+            killed = time.monotonic()
+            standby.wait_for(lambda d: d["role"] == "active", 600, "takeover")
+            takeover = time.monotonic() - killed
+        finally:
+            active.kill()
+            if standby is not None:
+                standby.stop(signal.SIGTERM)
+        print(f"takeover after SIGKILL of the active agent (lease 10 s): {takeover:.1f} s")
         per_cycle = cpu / done
         print(
             f"idle ({args.bots} chatbots, results {sorted(results)}): {per_cycle * 1000:.0f} ms "
