@@ -56,6 +56,15 @@ def _events(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
     return frozenset(words or DEFAULT_EVENTS)
 
 
+def _urls(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from botctl.store.backend import redact
+
+    for url in value:
+        if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1]) < 1:
+            raise click.BadParameter(f"{redact(url)!r}: give an http:// or https:// URL")
+    return value
+
+
 def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
 
@@ -108,6 +117,7 @@ def _seconds(value: timedelta | None) -> float | None:
     "notify_urls",
     multiple=True,
     metavar="URL",
+    callback=_urls,
     help="POST a JSON notification (Slack-compatible `text`, and the `event`) to URL (repeatable).",
 )
 @click.option(
@@ -287,7 +297,8 @@ def agent(source: str, **params: Any) -> int:
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
         )
     except OSError as exc:
-        raise BotctlError(f"--listen {host}:{port}: cannot listen: {exc.strerror}") from None
+        why = str(exc.strerror).split(" (while attempting")[0]
+        raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
