@@ -124,6 +124,15 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
         assert settings_of(bench, "bot-2")["temp"] == 0.7
         assert [w["path"] for w in bench.writes()] == ["/api/v1/update-chatbot-settings"]
 
+        # GitHub's ping answers, a body over 1 MiB is refused: neither triggers a cycle.
+        cycles = len(agent.status()["cycles"])
+        ping = {**github_headers(body, HOOK), "X-GitHub-Event": "ping"}
+        assert agent.hook(body, ping).json() == {"status": "pong"}
+        huge = b" " * (2 << 20)
+        assert agent.hook(huge, github_headers(huge, HOOK)).status_code == 413
+        time.sleep(0.3)
+        assert len(agent.status()["cycles"]) == cycles
+
         # A push to another branch is acknowledged and ignored.
         other = json.dumps({"ref": "refs/heads/feature"}).encode()
         assert agent.hook(other, github_headers(other, HOOK)).json()["status"] == "ignored"
