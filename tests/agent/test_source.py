@@ -67,3 +67,57 @@ def test_the_redactor_masks_keys_secrets_and_their_spellings() -> None:
     log.info("x", 'key sk-live-123456 and secret quote"secret', detail='quote"secret')
     assert "sk-live-123456" not in lines[0]
     assert "quote" not in lines[0]
+
+
+def test_an_https_token_is_sent_as_a_header_and_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TLS server on loopback (a throwaway self-signed certificate, which git is told not
+    to verify) records what git sends; the fetch fails, and its error holds no token."""
+    import base64
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (it makes the test's certificate)")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subprocess.run(
+        ["openssl", *request, "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = "ghp_tokenvalue_5f1e2d"
+    monkeypatch.setenv("BOTCTL_GIT_TOKEN", token)
+    monkeypatch.setenv("GIT_SSL_NO_VERIFY", "1")
+    try:
+        port = server.server_address[1]
+        source = GitSource(f"git+https://127.0.0.1:{port}/acme/bots.git#main:bots", tmp_path)
+        with pytest.raises(SourceError) as caught:
+            source.fetch()
+    finally:
+        server.shutdown()
+        server.server_close()
+    expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    assert expected in seen
+    assert token not in str(caught.value)
+    assert expected.split()[1] not in str(caught.value)
