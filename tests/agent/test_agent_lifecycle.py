@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from botctl.store.lock import read_lock
+from botctl.store.state import load_state
 from tests.agent.support import AgentProcess
 from tests.e2e_support import Bench, bot_yaml
 from tests.test_signals import assert_recorded, successful_writes, wait_until_answered
@@ -130,3 +131,32 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
     finally:
         for agent in agents:
             agent.kill()
+
+
+def test_a_request_slower_than_the_drain_timeout_is_abandoned_and_the_agent_exits_0(
+    bench: Bench,
+) -> None:
+    bench.create_bot("bot-1")
+    attributes = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(3))
+    bench.write("b.yaml", bot_yaml("b", "bot-1", settings="temp: 0.3", attributes=attributes))
+    slow = {"method": "POST", "path": "*/custom-attributes", "latency_ms": 20000, "count": 100}
+    bench.admin("POST", "/faults", slow)
+    agent = start(bench, "--auto-apply", "--parallelism", "1", "--drain-timeout", "1")
+    try:
+        deadline = time.monotonic() + 30
+        while not any(e.get("event") == "apply" for e in agent.log()):
+            assert time.monotonic() < deadline, agent.log_text()
+            time.sleep(0.01)
+        time.sleep(0.3)  # the first attribute's create is in flight (20 s)
+        code = agent.stop(signal.SIGTERM, timeout=15)
+    finally:
+        agent.kill()
+    assert code == 0, agent.log_text()
+    messages = [e.get("message", "") for e in agent.log()]
+    assert any("abandoning the 1 operation(s) in flight" in m for m in messages), messages
+    assert messages[-1] == "stopped: lease released"
+    assert read_lock(bench.state_path) is None
+    # The settings write finished before: it is recorded; the abandoned create is not.
+    state = load_state(bench.state_path)
+    assert state.bots["bot-1"].settings.json_fields == {"temp": 0.3}
+    assert state.bots["bot-1"].attributes == {}
