@@ -82,7 +82,7 @@ def test_the_state_writer_writes_under_a_lease_across_renewals(state: StateUnder
             writer = StateWriter(stored.state, backend, version=stored.version, interval=0)
             bot = BotRef("support", "bot-1", "BOTCTL_API_KEY")
             for temp in (0.2, 0.3):
-                if writer.state.record_verified(bot, {"temp": temp}, {}):
+                if writer.state.record_verified(bot, {"settings": {"temp": temp}}):
                     writer.touched("bot-1", f"temp {temp}")
                 writer.flush()
                 writer.raise_if_failed()
