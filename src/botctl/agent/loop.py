@@ -171,7 +171,8 @@ class Agent:
             status.failures += 1
             status.last_error = record.error
             status.backoff = min(
-                self.settings.backoff_base * 2 ** (status.failures - 1), self.settings.backoff_max
+                self.settings.backoff_base * 2 ** min(status.failures - 1, 30),
+                self.settings.backoff_max,
             )
             self.log.error(
                 "cycle",
