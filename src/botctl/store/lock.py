@@ -269,6 +269,9 @@ class LeasedBackend(StateBackend):
     def replace_lock(self, expected: LockInfo, new: LockInfo, message: str) -> bool:
         return self.inner.replace_lock(expected, new, message)
 
+    def key_file(self) -> Path | None:
+        return self.inner.key_file()
+
 
 @dataclass(frozen=True)
 class Unlocked:
