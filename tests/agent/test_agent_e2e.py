@@ -25,6 +25,7 @@ from tests.e2e_support import Bench, bot_yaml
 KEY = "sk-agent-KEY-b71f0c-distinctive"  # found in no response, notification or log line
 SECRET = "TOKEN-zebra-91827-secret"  # a ${secret:} value: likewise
 HOOK = "hook-secret-4411"
+STATE_KEY = "state-key-quokka-6620"  # BOTCTL_STATE_KEY: likewise
 
 
 @pytest.fixture
@@ -46,6 +47,7 @@ def env(bench: Bench, **extra: str) -> dict[str, str]:
         "BOTCTL_API_URL": bench.api_url,
         "PROMPT_TOKEN": SECRET,
         "HOOK_SECRET": HOOK,
+        "BOTCTL_STATE_KEY": STATE_KEY,
         **extra,
     }
 
@@ -200,6 +202,7 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
     assert KEY not in everything
     assert SECRET not in everything
     assert HOOK not in everything
+    assert STATE_KEY not in everything
     assert all(line.startswith("{") for line in agent.lines), agent.log_text()
 
 

@@ -24,7 +24,12 @@ from botctl.cli.options import (
     service_options,
     workspace,
 )
-from botctl.defaults import DEFAULT_API_KEY_ENV, DEFAULT_DRAIN_TIMEOUT, DEFAULT_STATE_PATH
+from botctl.defaults import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_STATE_PATH,
+    STATE_KEY_ENV,
+)
 from botctl.errors import EXIT_OK, BotctlError
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -238,7 +243,8 @@ def agent(source: str, **params: Any) -> int:
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
     secrets: set[str] = set()
-    variables = {DEFAULT_API_KEY_ENV, TOKEN_VARIABLE, *([secret_env] if secret_env else [])}
+    variables = {DEFAULT_API_KEY_ENV, TOKEN_VARIABLE, STATE_KEY_ENV}
+    variables.update([secret_env] if secret_env else [])
     redactor = Redactor(os.environ, variables, secrets)
     log = Log(params["log_format"], lambda line: click.echo(line, err=True), redactor)
     src = open_source(source, params["cache_dir"])
