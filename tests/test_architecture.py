@@ -22,14 +22,14 @@ RANKS: list[set[str]] = [
     {"pipeline"},
     {"render"},
     {"annotations"},  # GitHub workflow commands, escaped: for render and the CLI
-    {"reconcile"},
+    {"reconcile", "conversation"},  # siblings: conversation tests run beside the reconciler
     {"config", "service", "store"},  # siblings: none imports another
     {"models"},
     {"resources"},
     {"plan"},
     {"sandbox"},  # the service emulator: shares nothing with the client but the contract
     {"sealing"},  # secrets kept out of files: fingerprints, and a saved plan's secret pieces
-    {"contract", "errors", "values", "defaults", "lint", "__init__"},
+    {"contract", "errors", "values", "defaults", "lint", "language", "__init__"},
 ]
 RANK = {unit: i for i, units in enumerate(RANKS) for unit in units}
 

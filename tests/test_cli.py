@@ -22,7 +22,19 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
 
 @pytest.mark.parametrize(
     "command",
-    ["validate", "plan", "apply", "drift", "render", "export", "schema", "demo", "unlock"],
+    [
+        "validate",
+        "plan",
+        "apply",
+        "drift",
+        "render",
+        "export",
+        "schema",
+        "demo",
+        "unlock",
+        "test",
+        "promote",
+    ],
 )
 def test_every_command_has_help(command: str) -> None:
     result = invoke(command, "--help")
@@ -77,8 +89,13 @@ def test_demo_runs_offline_adopts_and_shows_drift() -> None:
     assert "$ botctl export faq-bot --out" in result.output
     assert "No drift: 0 changed outside botctl" in result.output
     assert "No changes. The service matches the configuration." in result.output
+    # The examples' conversation tests pass against the applied chatbots...
+    tests = result.output.split("7. $ botctl test", 1)[1].split("8. Someone", 1)[0]
+    assert "PASS  support-password-reset  support (demo-support-01)" in tests
+    assert "PASS  sales-offers-a-demo  sales (demo-sales-01)  3/3 runs passed" in tests
+    assert "Tests: 4 passed, 0 failed, 0 error(s) (4 in all)." in tests
     # ... and a dashboard edit of it is caught in its class, beside the applied examples'.
-    drift = result.output.split("8. $ botctl drift", 1)[1]
+    drift = result.output.split("9. $ botctl drift", 1)[1]
     assert "Drift detected: 3 changed outside botctl" in drift
     assert 'faq:\n  ! settings model: recorded "gpt-4o-mini" (verified), now "gpt-5-mini"' in drift
 

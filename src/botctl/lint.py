@@ -55,6 +55,11 @@ UNUSED_SET = WarningCode(
 UNMATCHED_DEFAULTS = WarningCode(
     "BC203", "defaults-match-nothing", "a Defaults document whose selector matches no chatbot"
 )
+UNMATCHED_TEST = WarningCode(
+    "BC204",
+    "test-matches-nothing",
+    "a ConversationTest whose selector matches no chatbot",
+)
 READ_BACK = WarningCode(
     "BC301",
     "read-back",
@@ -110,6 +115,7 @@ CODES: tuple[WarningCode, ...] = (
     OVERRIDES_SET,
     UNUSED_SET,
     UNMATCHED_DEFAULTS,
+    UNMATCHED_TEST,
     READ_BACK,
     SENT_WHOLE,
     READ_REFUSED,

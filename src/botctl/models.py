@@ -27,6 +27,7 @@ from botctl.plan import BotRef, Operation
 from botctl.resources.attributes import CustomAttribute, OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
 from botctl.resources.registry import kind_of, kinds
+from botctl.resources.rollout import Rollout
 from botctl.resources.settings import ChatbotSettings, Refused
 from botctl.resources.settings import secret_location as settings_secret_location
 from botctl.sealing import FingerprintKey, Sealed, Secret
@@ -226,6 +227,8 @@ class State:
     # locations where its configuration holds one (see ``protect``). In memory only.
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     secret_locations: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    # Staged rollout (``resources.rollout``), by chatbot id: apart from the records above.
+    rollout: dict[str, Rollout] = field(default_factory=dict)
 
     def protect(self, secrets: Iterable[str], locations: Mapping[str, set[str]]) -> None:
         """Values to write only as fingerprints: any holding one of ``secrets``, and any at

@@ -89,7 +89,8 @@ ERRORS = [
         "wrong_kind",
         2,
         7,
-        "kind: must be one of 'Chatbot', 'AttributeSet' or 'Defaults', got \"ChatBot\" "
+        "kind: must be one of 'Chatbot', 'AttributeSet', 'Defaults' or 'ConversationTest', "
+        'got "ChatBot" '
         "(did you mean 'Chatbot'?)",
     ),
     ("missing_spec", 1, 1, "missing required key 'spec'"),
@@ -832,4 +833,7 @@ def test_a_kind_that_is_not_a_string_is_a_located_error(tmp_path: Path, kind: st
     path = write(tmp_path, "bot.yaml", text)
     [problem] = [p for p in problems(path) if p.message.startswith("kind:")]
     assert problem.line == 2
-    assert "must be one of 'Chatbot', 'AttributeSet' or 'Defaults'" in problem.message
+    assert (
+        "must be one of 'Chatbot', 'AttributeSet', 'Defaults' or 'ConversationTest'"
+        in problem.message
+    )

@@ -493,7 +493,8 @@ LOCATED = [
         BOT_A.replace("kind: Chatbot", "kind: Default"),
         2,
         7,
-        "kind: must be one of 'Chatbot', 'AttributeSet' or 'Defaults', got \"Default\" "
+        "kind: must be one of 'Chatbot', 'AttributeSet', 'Defaults' or 'ConversationTest', "
+        'got "Default" '
         "(did you mean 'Defaults'?)",
     ),
     (

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs among the dev dependencies
+import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 

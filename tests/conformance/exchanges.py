@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-import jsonschema  # type: ignore[import-untyped]  # no stubs among the dev dependencies
+import jsonschema
 import referencing
 import referencing.jsonschema
 import yaml

@@ -4,7 +4,7 @@ document: botctl's validator and the JSON Schema (schemas/botctl.schema.json, th
 
 from __future__ import annotations
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs among the dev dependencies
+import jsonschema
 import pytest
 
 from tests.conformance.documents import (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -181,3 +182,115 @@ def test_extra_sources_and_models(sandbox_factory: Any) -> None:
         assert unnamed.status_code == 400
     log = httpx.get(f"{running.url}/_sandbox/requests").json()["requests"]
     assert "--extra-source" in log[-1]["detail"]
+
+
+REFUND = {"pattern": r"refund", "answer": "Refunds take 5 days."}
+
+
+def script(admin: httpx.Client, bot: str, *replies: dict[str, Any]) -> httpx.Response:
+    return admin.put(f"/_sandbox/chatbots/{bot}/replies", json={"replies": list(replies)})
+
+
+def ask(api: httpx.Client, bot: str, question: str, **fields: Any) -> str:
+    body = {"chatbotId": bot, "messages": [{"role": "user", "content": question}], **fields}
+    response = api.post("/chat", json=body)
+    assert response.status_code == 200, response.text
+    return str(response.json()["text"])
+
+
+def test_scripted_reply_by_pattern(api: httpx.Client, admin: httpx.Client, bot: str) -> None:
+    assert script(admin, bot, REFUND).status_code == 200
+    assert ask(api, bot, "How long does a REFUND take?") == "Refunds take 5 days."
+    assert ask(api, bot, "Hello") == "Sandbox answer (gpt-4o-mini): you said Hello"
+    assert admin.get(f"/_sandbox/chatbots/{bot}/replies").json() == {"replies": [REFUND]}
+    (state,) = admin.get("/_sandbox/state").json()["chatbots"]
+    assert state["replies"] == [REFUND]
+    assert script(admin, bot).json() == {"replies": []}  # cleared
+    assert ask(api, bot, "refund?").startswith("Sandbox answer")
+
+
+def test_scripted_reply_follows_the_settings(
+    api: httpx.Client, admin: httpx.Client, bot: str
+) -> None:
+    """A reply only while the instructions contain a phrase: a prompt change changes the
+    answer, as a test must be able to show."""
+    policy = {"setting": "instructions", "contains": "Refund Policy"}
+    script(
+        admin,
+        bot,
+        {**REFUND, "when": policy},
+        {
+            "pattern": "refund",
+            "answer": "I cannot help.",
+            "when": {"setting": "model", "equals": "gpt-4o-mini"},
+        },
+    )
+    assert ask(api, bot, "refund") == "I cannot help."
+    api.post(
+        "/update-chatbot-settings",
+        json={"chatbotId": bot, "instructions": "Follow the refund policy."},
+    )
+    assert ask(api, bot, "refund") == "Refunds take 5 days."
+    saved = api.post(
+        "/update-chatbot-settings",
+        json={"chatbotId": bot, "instructions": "Be brief.", "model": "gpt-oss-20b"},
+    )
+    assert saved.status_code == 202, saved.text
+    assert ask(api, bot, "refund").startswith("Sandbox answer (gpt-oss-20b)")
+
+
+def test_scripted_reply_streams_the_same_text(
+    api: httpx.Client, admin: httpx.Client, bot: str
+) -> None:
+    script(admin, bot, {"pattern": ".", "answer": "Line one\nline two ends."})
+    body = {"chatbotId": bot, "messages": HI, "stream": True}
+    with api.stream("POST", "/chat", json=body) as response:
+        raw = response.read().decode()
+    events = [e for e in raw.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]"
+    texts = ["\n".join(line[len("data: ") :] for line in e.split("\n")) for e in events[:-1]]
+    assert "".join(texts) == "Line one\nline two ends."
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({}, "replies: required"),
+        ({"replies": [{"answer": "x"}]}, "replies[0].pattern: required"),
+        ({"replies": [{"pattern": "(", "answer": "x"}]}, "replies[0].pattern: not a regular"),
+        ({"replies": [{"pattern": "a", "answer": 1}]}, "replies[0].answer: must be a string"),
+        ({"replies": [{"pattern": "a", "answer": "b", "extra": 1}]}, "unknown field 'extra'"),
+        (
+            {"replies": [{"pattern": "a", "answer": "b", "when": {"setting": "model"}}]},
+            "exactly one of equals or contains",
+        ),
+        (
+            {"replies": [{"pattern": "a", "answer": "b", "when": {"setting": "a b", "equals": 1}}]},
+            "replies[0].when.setting: must be",
+        ),
+    ],
+)
+def test_script_validation(
+    admin: httpx.Client, bot: str, body: dict[str, Any], detail: str
+) -> None:
+    response = admin.put(f"/_sandbox/chatbots/{bot}/replies", json=body)
+    assert response.status_code == 400
+    assert detail in response.json()["message"]
+    assert admin.get(f"/_sandbox/chatbots/{bot}/replies").json() == {"replies": []}
+
+
+def test_script_unknown_chatbot(admin: httpx.Client, sandbox_url: str) -> None:
+    assert script(admin, "nope", REFUND).status_code == 404
+
+
+def test_latency_delays_the_first_event(sandbox_factory: Any) -> None:
+    running = sandbox_factory(latency_ms=120)
+    httpx.post(f"{running.url}/_sandbox/chatbots", json={"id": "b"}).raise_for_status()
+    headers = {"Authorization": "Bearer test-key"}
+    body = {"chatbotId": "b", "messages": HI, "stream": True}
+    started = time.perf_counter()
+    with httpx.stream("POST", f"{running.api_url}/chat", json=body, headers=headers) as response:
+        first = next(response.iter_lines())
+        waited = time.perf_counter() - started
+    assert first.startswith("data: ")
+    assert waited >= 0.12

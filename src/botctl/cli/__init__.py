@@ -2,7 +2,8 @@
 renders, and returns its exit code. The only package that prints or exits.
 
 Exit codes: 0 success / in sync, 1 error, 2 changes or drift present (``plan
---detailed-exitcode``, ``drift``), 130 / 143 interrupted by SIGINT / SIGTERM. Each command
+--detailed-exitcode``, ``drift``), 3 a conversation test failed (``test``, ``apply --test``),
+130 / 143 interrupted by SIGINT / SIGTERM. Each command
 imports what it needs when it runs, so ``botctl --help`` and ``botctl validate`` never load
 the HTTP stack.
 """
@@ -23,10 +24,12 @@ from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
 from botctl.cli.plan import plan
+from botctl.cli.promote import promote
 from botctl.cli.refresh import refresh
 from botctl.cli.render_cmd import render
 from botctl.cli.schema import schema
 from botctl.cli.state import state
+from botctl.cli.tests_cmd import test
 from botctl.cli.unlock import unlock
 from botctl.cli.validate import validate
 from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError, Interrupted
@@ -66,8 +69,8 @@ def cli() -> None:
     embedded sandbox, offline.
 
     \b
-    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present, 130 / 143
-    interrupted by SIGINT / SIGTERM.
+    Exit codes: 0 success / in sync, 1 error, 2 changes or drift present, 3 a conversation
+    test failed, 130 / 143 interrupted by SIGINT / SIGTERM.
     """
 
 
@@ -78,6 +81,8 @@ for _command in (
     drift,
     agent,
     refresh,
+    test,
+    promote,
     render,
     export,
     schema,

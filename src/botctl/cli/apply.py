@@ -19,11 +19,13 @@ from botctl.cli.options import (
     service_options,
     workspace,
 )
+from botctl.cli.tests_cmd import JUNIT, write_junit
 from botctl.defaults import DEFAULT_DRAIN_TIMEOUT
 from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_SIGNAL_BASE, BotctlError, signal_name
 from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
+    from botctl.pipeline.conversations import Gate
     from botctl.plan import Operation, Plan
     from botctl.resources.contacts import Progress as MigrationProgress
 
@@ -58,10 +60,32 @@ NO_TERMINAL = (
     is_flag=True,
     help="Apply the other chatbots when some are missing from the service (still exit 1).",
 )
+@click.option(
+    "--test",
+    "run_tests",
+    is_flag=True,
+    help="After a complete apply, run the conversation tests of the chatbots it changed "
+    "(exit 3 when one fails).",
+)
+@click.option(
+    "--rollback-on-failure",
+    is_flag=True,
+    help="With --test: put back the settings a chatbot had before the apply when its tests "
+    "fail (attributes are never rolled back).",
+)
+@JUNIT
 @service_options
 @safety_options
 @contact_options
-def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **params: Any) -> int:
+def apply(
+    plan_file: Path | None,
+    auto_approve: bool,
+    drain_timeout: float,
+    run_tests: bool,
+    rollback_on_failure: bool,
+    junit_file: Path | None,
+    **params: Any,
+) -> int:
     """Apply the configuration (or a saved plan) to the service.
 
     Shows the plan and asks for confirmation on a terminal; without a terminal it refuses to
@@ -79,6 +103,12 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
       botctl apply bots/ --auto-approve        # in CI on merge
       botctl apply --plan plan.json            # exactly what was reviewed, or nothing
       botctl apply bots/ --reassert --auto-approve   # nightly: heal write-only settings
+      botctl apply bots/ -l stage=staging --test --rollback-on-failure --auto-approve
+
+    With --test, the conversation tests of the chatbots the apply changed run once it is
+    complete; with --rollback-on-failure a chatbot whose tests fail gets back the settings
+    it had before (as read by the plan, or recorded in the state; values botctl never knew
+    are named as not restorable). Exit 3 when a test failed.
     """
     from botctl.pipeline.flows import read_saved_plan, run_apply
     from botctl.reconcile.apply import Stop, StopEvent
@@ -88,7 +118,16 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
     def migration_line(op: Operation, now: MigrationProgress) -> str:
         return f"{op.bot.name}: {now.line(op.subject)}"
 
+    if rollback_on_failure and not run_tests:
+        raise click.UsageError("--rollback-on-failure needs --test")
+    if junit_file is not None and not run_tests:
+        raise click.UsageError("--junit needs --test")
     saved = None
+    if plan_file is not None and run_tests:
+        raise click.UsageError(
+            "apply --plan takes no --test: run `botctl test PATH` after it (the tests are "
+            "part of the configuration, which a saved plan does not carry)"
+        )
     if plan_file is not None:
         if any(params.get(p) for p in ("paths", "targets", "selector", "excludes")):
             raise click.UsageError(
@@ -143,6 +182,11 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
         progress.note(migration_line(op, now))
 
     stop = Stop(drain_timeout, stopping)
+    gate = None
+    if run_tests:
+        from botctl.pipeline.conversations import test_gate
+
+        gate = test_gate(ws, (), rollback=rollback_on_failure)
     outcome = run_async(
         run_apply(
             ws,
@@ -152,6 +196,7 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
             on_result=progress.line,
             stop=stop,
             on_migration=migrating,
+            after_apply=gate,
         ),
         stop=stop,
         unwritten="nothing was applied",
@@ -163,6 +208,8 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
             return EXIT_ERROR
         if missing is not None:
             raise missing
+        if run_tests:
+            err("Nothing was applied, so no conversation test ran (`botctl test` runs them).")
         return EXIT_OK
     progress.finish()
     report = outcome.report
@@ -203,7 +250,29 @@ def apply(plan_file: Path | None, auto_approve: bool, drain_timeout: float, **pa
             "applied, so re-running `botctl apply` does only what is left."
         )
     if outcome.state_error is not None or not report.ok:
+        if run_tests:
+            err("The conversation tests did not run: the apply is not complete.")
         return EXIT_ERROR
     if missing is not None:
         raise missing
+    if outcome.after is not None:
+        return _tested(outcome.after, junit_file)
     return EXIT_OK
+
+
+def _tested(gate: Gate, junit_file: Path | None) -> int:
+    """Print the tests' report (and the rollback's); the exit code they make."""
+    from botctl.render.tests import render_junit, render_rollback_text, render_tests_text
+
+    click.echo("\n" + render_tests_text(gate.tests, heading="Conversation tests:"), nl=False)
+    if junit_file is not None:
+        write_junit(junit_file, render_junit(gate.tests))
+        err(f"JUnit report written to {junit_file}")
+    if gate.rollback is not None:
+        click.echo("\n" + render_rollback_text(gate.rollback, gate.rolled_back), nl=False)
+    elif gate.tests.failed_chatbots():
+        err(
+            "error: conversation tests failed; the applied settings stay (--rollback-on-failure "
+            "would have put the previous ones back)."
+        )
+    return gate.tests.exit_code

@@ -17,7 +17,7 @@ from botctl.errors import EXIT_OK
 )
 def schema(project: bool) -> int:
     """Print the JSON Schema of the configuration's documents (Chatbot, AttributeSet,
-    Defaults), or with --project of the project file botctl.yaml.
+    Defaults, ConversationTest), or with --project of the project file botctl.yaml.
 
     Editors use it through a first line `# yaml-language-server: $schema=PATH`; the checked-in
     copies are schemas/botctl.schema.json and schemas/botctl-project.schema.json.

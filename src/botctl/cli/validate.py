@@ -24,11 +24,13 @@ def validate(fmt: str, **params: Any) -> int:
     them with: a document's spec.lint.disable, botctl.yaml's lint.disable, or
     --disable-warning.
     """
-    from botctl.pipeline.workspace import load
+    from botctl.pipeline.workspace import load_resolved
 
     with errors_as_annotations(fmt, "botctl validate"):
-        desired = load(workspace(params))
-    message = f"Configuration valid: {len(desired.bots)} chatbot(s)."
+        fleet = load_resolved(workspace(params))
+    desired = fleet.desired
+    tests = f", {len(fleet.tests)} conversation test(s)" if fleet.tests else ""
+    message = f"Configuration valid: {len(desired.bots)} chatbot(s){tests}."
     if fmt == "github":
         from botctl.annotations import annotation, located_annotation
 

@@ -7,7 +7,9 @@ Three kinds of document (README "Configuration format"):
 - ``AttributeSet``: custom attributes shared by the chatbots that include it
   (``spec.attributeSets``);
 - ``Defaults``: values applied to every chatbot its label selector matches; the chatbot's own
-  values win (``config.resolve``).
+  values win (``config.resolve``);
+- ``ConversationTest``: a conversation sent to chatbots through the chat operation, and what
+  their answers must be (``config.conversation``, run by ``botctl test``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, field_validator
 
-from botctl import contract, lint
+from botctl import contract, language, lint
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
+from botctl.values import as_json
 
 # `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
 HANDLE_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$(?!\n)"
@@ -36,7 +39,7 @@ PATTERN_HINTS = {
     HANDLE_PATTERN: HANDLE_HINT,
     ENV_NAME_PATTERN: ENV_NAME_HINT,
 }
-KINDS = ("Chatbot", "AttributeSet", "Defaults")
+KINDS = ("Chatbot", "AttributeSet", "Defaults", "ConversationTest")
 
 Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN, max_length=HANDLE_MAX_LENGTH)]
 IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
@@ -199,6 +202,135 @@ class DefaultsDocument(_Strict):
     spec: DefaultsSpec
 
 
+Phrases = str | tuple[Annotated[str, StringConstraints(min_length=1)], ...]
+MAX_REPEAT = 100
+MAX_TURNS = 50
+
+
+class Expect(_Strict):
+    """What one answer must be; every expectation given must hold."""
+
+    contains: Phrases = Field(
+        default=(), description="Text (or each of a list of texts) the answer must contain."
+    )
+    notContains: Phrases = Field(
+        default=(), description="Text (or each of a list of texts) the answer must not contain."
+    )
+    ignoreCase: bool = Field(
+        default=False, description="contains and notContains compare ignoring letter case."
+    )
+    matches: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None,
+        description="A regular expression (Python syntax) found somewhere in the answer.",
+    )
+    maxSeconds: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Most seconds from sending the request to the whole answer."
+    )
+    maxSecondsToFirstEvent: Annotated[float, Field(gt=0)] | None = Field(
+        default=None,
+        description="With stream: true, most seconds from sending the request to the first "
+        "server-sent event.",
+    )
+    json_: dict[str, Any] | None = Field(
+        default=None,
+        alias="json",
+        description="The answer parses as JSON and matches this JSON Schema.",
+    )
+    answersIn: str | None = Field(
+        default=None,
+        description="The language the answer is written in (ISO 639-1 code), by botctl's "
+        "heuristic (README, Conversation tests).",
+    )
+
+    @field_validator("matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
+    @field_validator("json_")
+    @classmethod
+    def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        from jsonschema import SchemaError
+        from jsonschema.validators import validator_for
+
+        schema = as_json(value)  # YAML's sequences are tuples here; JSON Schema's are lists
+        assert isinstance(schema, dict)
+        try:
+            validator_for(schema).check_schema(schema)
+        except SchemaError as exc:
+            raise ValueError(f"not a JSON Schema ({exc.message})") from None
+        return schema
+
+    @field_validator("answersIn")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        if value is not None and value not in language.LANGUAGES:
+            known = ", ".join(sorted(language.LANGUAGES))
+            raise ValueError(f"must be one of the languages botctl recognises ({known})")
+        return value
+
+
+class Message(_Strict):
+    role: Literal["user", "assistant"]
+    content: Annotated[str, StringConstraints(min_length=1)]
+    expect: Expect | None = Field(
+        default=None,
+        description="On a user message that botctl sends (one not followed by an assistant "
+        "message): what the answer must be.",
+    )
+
+
+class ConversationTestSpec(_Strict):
+    selector: Selector | None = Field(
+        default=None, description="The chatbots to test, by label (as Defaults select)."
+    )
+    chatbots: tuple[Handle, ...] | None = Field(
+        default=None, description="The chatbots to test, by metadata.name."
+    )
+    conversation: tuple[Message, ...] = Field(
+        description="The messages, in order. Each user message not followed by an assistant "
+        "message is sent, with every message before it, and the answer taken into the "
+        f"conversation; the last message must be a user message. At most {MAX_TURNS}."
+    )
+    model: Annotated[str, StringConstraints(pattern=contract.MODEL_ID_PATTERN)] | None = Field(
+        default=None, description="The chat operation's model override (contract 2.2)."
+    )
+    temperature: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None, description="The chat operation's temperature (0 to 1)."
+    )
+    stream: bool = Field(
+        default=False, description="Ask for the answer as server-sent events (the SSE path)."
+    )
+    store: bool = Field(
+        default=False,
+        description="Keep the conversation on the service (sent with a conversationId); by "
+        "default nothing is stored.",
+    )
+    repeat: Annotated[int, Field(ge=1, le=MAX_REPEAT)] = Field(
+        default=1, description="Run the conversation this many times per chatbot."
+    )
+    passRate: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=1.0,
+        description="Share of the repeated runs that must pass (0 to 1; default all).",
+    )
+
+
+class ConversationTestDocument(_Strict):
+    """A conversation with chatbots through the chat operation, and what the answers must be."""
+
+    apiVersion: Literal["botctl/v1"]
+    kind: Literal["ConversationTest"]
+    metadata: Metadata
+    spec: ConversationTestSpec
+
+
 # The fields a Defaults document lays under a chatbot's own (the chatbot's win); its
 # attributeSets and ignoreAttributes are added to the chatbot's instead (config.resolve).
 MERGED = ("settings", "prune", "safety")
@@ -215,11 +347,14 @@ def json_schema() -> dict[str, Any]:
     the models cannot express, the contract's model list and the warning codes offered for
     completion. The only generator of schemas/botctl.schema.json (a test compares the two)."""
     adapter: TypeAdapter[Any] = TypeAdapter(
-        Annotated[Document | AttributeSetDocument | DefaultsDocument, Field(discriminator="kind")]
+        Annotated[
+            Document | AttributeSetDocument | DefaultsDocument | ConversationTestDocument,
+            Field(discriminator="kind"),
+        ]
     )
     schema = adapter.json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "botctl document (Chatbot, AttributeSet or Defaults)"
+    schema["title"] = "botctl document (Chatbot, AttributeSet, Defaults or ConversationTest)"
     model = schema["$defs"]["ChatbotSettings"]["properties"]["model"]
     model["anyOf"].insert(0, {"enum": list(contract.SETTINGS_MODELS)})
     model["description"] = MODEL_DESCRIPTION

@@ -77,7 +77,7 @@ def load_fleet(
     final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
     if any(p.severity == "error" for p in final):
         raise ConfigError(final)
-    return Fleet(fleet.bots, tuple(str(p) for p in final), fleet.declared_ids)
+    return Fleet(fleet.bots, tuple(str(p) for p in final), fleet.declared_ids, fleet.tests)
 
 
 def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:

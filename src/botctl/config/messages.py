@@ -114,6 +114,8 @@ def _message(error: Any, field: str, model: type[BaseModel], loc: tuple[str | in
     if kind == "string_too_long":
         length = len(value) if isinstance(value, str) else "more"
         return f"{field}: must be at most {ctx.get('max_length')} characters, got {length}"
+    if kind == "value_error":  # a validator's own words
+        return f"{field}: {ctx.get('error', error['msg'])}"
     if kind in _KINDS:
         got = "null" if value is None else f"{yaml_type(value)} {show(value)}"
         # An unquoted 2024-01-01, 1.10 or yes is read by YAML as a date, number or boolean.

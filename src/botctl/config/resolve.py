@@ -34,6 +34,7 @@ from botctl.config.checks import (
     check_match_expressions,
     check_model,
 )
+from botctl.config.conversation import ConversationTest, resolve_tests
 from botctl.config.document import (
     KINDS,
     MERGED,
@@ -117,6 +118,8 @@ class Fleet:
     warnings: tuple[str, ...] = ()
     # Every chatbot id the configuration declares, selected for this run or not.
     declared_ids: frozenset[str] = frozenset()
+    # The ConversationTest documents, each against the chatbots of this fleet it covers.
+    tests: tuple[ConversationTest, ...] = ()
 
     @cached_property
     def desired(self) -> Desired:
@@ -134,6 +137,7 @@ class Fleet:
             tuple(b for b in self.bots if b.spec.name in kept),
             self.warnings,
             self.declared_ids or frozenset(b.spec.chatbot_id for b in self.bots),
+            tuple(t.narrowed(kept) for t in self.tests),
         )
 
 
@@ -148,7 +152,8 @@ def resolve(sources: Sequence[Source], found: Findings, allow_unknown_models: bo
             found.error(
                 source,
                 ("kind",),
-                f"kind: must be one of 'Chatbot', 'AttributeSet' or 'Defaults', got {show(kind)}"
+                "kind: must be one of 'Chatbot', 'AttributeSet', 'Defaults' or "
+                f"'ConversationTest', got {show(kind)}"
                 + (did_you_mean(kind, KINDS) if isinstance(kind, str) else ""),
             )
     sets, known_sets = _attribute_sets(by_kind["AttributeSet"], found)
@@ -174,7 +179,13 @@ def resolve(sources: Sequence[Source], found: Findings, allow_unknown_models: bo
                 ("spec", "selector"),
                 f"defaults {entry.name!r} match no chatbot (selector: {shown})",
             )
-    return Fleet(tuple(bots), declared_ids=frozenset(b.spec.chatbot_id for b in bots))
+    tests = resolve_tests(
+        by_kind["ConversationTest"],
+        [(b.spec.name, b.spec.labels) for b in bots],
+        found,
+        allow_unknown_models,
+    )
+    return Fleet(tuple(bots), declared_ids=frozenset(b.spec.chatbot_id for b in bots), tests=tests)
 
 
 def _validate(

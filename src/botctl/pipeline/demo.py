@@ -2,8 +2,9 @@
 
 Seeds chatbots that "already exist" (configured by hand): one nobody has YAML for, adopted
 with ``export`` (drift is clean), and the ones ``examples/`` configures, planned and applied,
-re-planned to nothing. Then edits "in the dashboard" and shows drift catching each in its
-class. Everything lives in a throwaway directory; the user's own state file and keys are
+re-planned to nothing, and their conversation tests run (the sandbox answers with scripted
+replies that follow the instructions). Then edits "in the dashboard" and shows drift catching
+each in its class. Everything lives in a throwaway directory; the user's own state file and keys are
 never touched.
 """
 
@@ -17,6 +18,7 @@ import botctl
 from botctl.config.export import export_documents
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.models import Desired
+from botctl.pipeline.conversations import run_conversation_tests
 from botctl.pipeline.flows import (
     apply_unattended,
     make_drift,
@@ -28,6 +30,7 @@ from botctl.pipeline.flows import (
 from botctl.pipeline.workspace import Workspace, load
 from botctl.reconcile.apply import OpResult
 from botctl.render import render_drift, render_plan
+from botctl.render.tests import render_tests_text
 from botctl.service.connect import resolve_keys
 from botctl.service.embedded import AdminCall, bootstrap_calls, sandbox_admin, sandbox_key
 from botctl.service.options import ServiceOptions
@@ -72,6 +75,53 @@ def _seed_calls(desired: Desired, keys: dict[str, str]) -> list[AdminCall]:
             )
         )
     return calls
+
+
+# How the example chatbots answer in the sandbox (sandbox.scripts): each reply only while the
+# chatbot's instructions say what makes it true, so a prompt change shows in `botctl test`.
+_REPLIES: dict[str, list[JsonValue]] = {
+    "demo-support-01": [
+        {
+            "pattern": "password",
+            "answer": "Use the reset link on the sign-in page: it arrives by e-mail in a minute.",
+            "when": {"setting": "instructions", "contains": "support assistant"},
+        },
+        {
+            "pattern": "refund",
+            "answer": "I cannot issue refunds myself: the billing page explains them, and a "
+            "person from billing can help.",
+            "when": {"setting": "instructions", "contains": "Never promise refunds"},
+        },
+        {
+            "pattern": "sign in|person|human",
+            "answer": "I can hand you to a person: which e-mail should they write to?",
+            "when": {"setting": "instructions", "contains": "hand the conversation to a human"},
+        },
+    ],
+    "demo-sales-01": [
+        {
+            "pattern": "plan|team",
+            "answer": "For a team of 20 the Team plan fits best. Shall we book a demo call?",
+            "when": {"setting": "instructions", "contains": "offer a demo call"},
+        }
+    ],
+    "demo-billing-01": [
+        {
+            "pattern": "refund",
+            "answer": "Refunds are handled by a person from our billing team: I have passed "
+            "your request on.",
+            "when": {"setting": "instructions", "contains": "Hand refunds to a person"},
+        }
+    ],
+}
+
+
+def _scripted_replies(desired: Desired) -> list[AdminCall]:
+    return [
+        AdminCall("PUT", f"/_sandbox/chatbots/{b.chatbot_id}/replies", {"replies": replies})
+        for b in desired.bots
+        if (replies := _REPLIES.get(b.chatbot_id))
+    ]
 
 
 # A chatbot nobody has written YAML for yet: the demo adopts it with `botctl export`.
@@ -120,7 +170,8 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     )
     desired = load(ws)
     keys = resolve_keys([b.ref for b in desired.bots], ws.environ, sandbox=True)
-    await sandbox_admin(ws.service.sandbox_db, [*_seed_calls(desired, keys), *_adoptable()])
+    seed = [*_seed_calls(desired, keys), *_scripted_replies(desired), *_adoptable()]
+    await sandbox_admin(ws.service.sandbox_db, seed)
     names = ", ".join(f"{b.name} ({b.chatbot_id})" for b in desired.bots)
     echo(f"1. The sandbox holds chatbots set up by hand: {names}, and {ADOPTED}.\n")
 
@@ -154,12 +205,16 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     again = await make_plan(ws)
     echo(render_plan(again, "text", colour=colour))
 
+    echo(f"7. $ botctl test {examples}   # how the chatbots now answer (examples/tests/)\n")
+    tested = await run_conversation_tests(ws)
+    echo(render_tests_text(tested))
+
     calls, what = _dashboard_edits(desired)
-    echo(f"7. Someone edits the dashboard: {what}.\n")
+    echo(f"8. Someone edits the dashboard: {what}.\n")
     await sandbox_admin(ws.service.sandbox_db, calls)
 
     everything = replace(ws, paths=[examples, adopted])
-    echo(f"8. $ botctl drift {examples} {adopted}\n")
+    echo(f"9. $ botctl drift {examples} {adopted}\n")
     report = await make_drift(everything)
     echo(render_drift(report, "text", colour=colour))
     echo(
@@ -169,4 +224,11 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     )
     caught = {item.bot.chatbot_id for item in report.of("changed_outside")}
     expected = {ADOPTED, *(b.chatbot_id for b in desired.bots[:1])}
-    return applied_ok and not clean.has_drift and again.empty and caught == expected
+    return (
+        applied_ok
+        and not clean.has_drift
+        and again.empty
+        and tested.passed
+        and bool(tested.cases)
+        and caught == expected
+    )

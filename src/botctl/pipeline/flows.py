@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from botctl import contract, lint
 from botctl.config.document import chatbot_id_problem
 from botctl.config.export import Exported, document_files
+from botctl.config.revision import revisions
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import (
     BotctlError,
@@ -24,7 +26,7 @@ from botctl.errors import (
     StateWriteError,
 )
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
-from botctl.pipeline.workspace import Workspace, collector_paused, load
+from botctl.pipeline.workspace import Workspace, collector_paused, load, load_resolved
 from botctl.plan import BotRef, Operation, Plan
 from botctl.reconcile import baseline, usage
 from botctl.reconcile.apply import ApplyReport, OpResult, Stop, apply_plan
@@ -36,6 +38,7 @@ from botctl.reconcile.freshness import (
     resolve_secrets,
     verify_applied,
 )
+from botctl.reconcile.rollback import Previous, previous_settings
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
 from botctl.resources.contacts import (
@@ -70,6 +73,20 @@ class ApplyOutcome:
     # its last write is not recorded.
     state_error: StateWriteError | None = None
     interrupted: int | None = None  # what stopped it early (the CLI: a signal number)
+    after: Any = None  # what ``after_apply`` returned (apply --test: the tests' outcome)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a step run after a complete apply gets (``apply --test``), inside the apply's
+    state lock and with its clients: the plan, its report, the settings known before it
+    (``reconcile.rollback``), and the writer that records in the state."""
+
+    plan: Plan
+    report: ApplyReport
+    previous: Mapping[str, Previous]
+    clients: Mapping[str, ServiceClient]
+    writer: StateWriter
 
 
 @dataclass(frozen=True)
@@ -254,6 +271,7 @@ async def run_apply(
     stop: Stop | None = None,
     on_migration: Callable[[Operation, Progress], None] = lambda op, progress: None,
     held: StateBackend | None = None,
+    after_apply: Callable[[Applied], Awaitable[Any]] | None = None,
 ) -> ApplyOutcome | None:
     """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
     ask ``confirm``, record the baseline the service verified, apply, record state, read
@@ -264,7 +282,10 @@ async def run_apply(
     it. Before that, nothing was written, and the caller interrupts the run as it likes.
 
     ``held``: the state's backend when the caller already holds its lock (the agent's lease,
-    ``store.lock.LeasedBackend``): used as it is, no lock taken."""
+    ``store.lock.LeasedBackend``): used as it is, no lock taken.
+
+    ``after_apply`` runs once an apply completed (every operation applied, not stopped, the
+    state written), still under the lock: its result is the outcome's ``after``."""
     desired = load(ws) if saved is None else None
     if saved is not None:
         ws = _reading_as_planned(ws, saved.plan)
@@ -306,9 +327,15 @@ async def run_apply(
             writer = StateWriter(state, backend, version=stored.version, command="apply")
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())
+                _record_rollout(writer, desired, ws)
                 writer.flush()
                 writer.raise_if_failed()
-                return None
+                if after_apply is None:
+                    return None
+                nothing = ApplyReport(())
+                after = await after_apply(Applied(plan, nothing, {}, clients, writer))
+                writer.flush()
+                return ApplyOutcome(plan, nothing, (), state_error=writer.error, after=after)
             enforce_safety(plan, force=ws.force)
             _check_renames_can_read(plan, ws)
             if not confirm(plan):
@@ -316,6 +343,8 @@ async def run_apply(
             _record(writer, baseline.matching(desired, live) if desired else ())
             writer.flush()
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
+            previous = previous_settings(plan, live, state) if after_apply else {}
+            after = None
             stop.armed = True
             try:
                 hooks = _migration_hooks(writer, on_migration)
@@ -328,11 +357,22 @@ async def run_apply(
                         lambda: ["the read-back was interrupted: what was sent is not verified"],
                     )
                 )
+                complete = report.ok and not stop.requested
+                if complete:
+                    _record_rollout(writer, desired, ws)
+                writer.flush()
+                if after_apply and complete and writer.error is None:
+                    after = await after_apply(Applied(plan, report, previous, clients, writer))
             finally:
                 stop.settle()
                 writer.flush()
     return ApplyOutcome(
-        plan, report, tuple(notes), state_error=writer.error, interrupted=stop.reason
+        plan,
+        report,
+        tuple(notes),
+        state_error=writer.error,
+        interrupted=stop.reason,
+        after=after,
     )
 
 
@@ -348,6 +388,22 @@ def _check_renames_can_read(plan: Plan, ws: Workspace) -> None:
             f"a rename moves the contacts' values and must read them, which {off} forbids: "
             f"{', '.join(renames)}; nothing was applied (run without {off})"
         )
+
+
+def _record_rollout(writer: StateWriter, desired: Desired | None, ws: Workspace) -> None:
+    """After a complete apply of the configuration: the chatbots with a staged-rollout record
+    now run this revision (``resources.rollout``); an outcome of other tests no longer holds."""
+    rollout = writer.state.rollout
+    if desired is None or not any(b.chatbot_id in rollout for b in desired.bots):
+        return
+    current = revisions(load_resolved(ws))  # the tests too: a revision covers them
+    for bot in desired.bots:
+        record = rollout.get(bot.chatbot_id)
+        revision = current.get(bot.chatbot_id)
+        if record is not None and revision is not None and record.applied(revision) != record:
+            rollout[bot.chatbot_id] = record.applied(revision)
+            writer.state.record(bot.ref)
+            writer.touched(bot.chatbot_id, f"{bot.chatbot_id}: rollout revision {revision}")
 
 
 def _protect(state: State, ws: Workspace, desired: Desired) -> None:

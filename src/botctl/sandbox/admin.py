@@ -19,6 +19,7 @@ from botctl import contract
 from botctl.sandbox import validation as v
 from botctl.sandbox import world
 from botctl.sandbox.runtime import key_id
+from botctl.sandbox.scripts import validate_script
 from botctl.sandbox.views import iso
 from botctl.sandbox.web import runtime
 
@@ -87,6 +88,7 @@ def _chatbot_state(request: Request, chatbot_id: str) -> JSON:
         "attributes": store.attributes(chatbot_id),
         "contacts": store.contacts(chatbot_id),
         "conversations": conversations,
+        "replies": store.replies(chatbot_id),
     }
 
 
@@ -107,6 +109,25 @@ async def patch_chatbot(request: Request) -> Response:
     except KeyError:
         return _msg(404, f"no chatbot {chatbot_id!r}")
     return JSONResponse(_chatbot_state(request, chatbot_id))
+
+
+async def put_replies(request: Request) -> Response:
+    """Replace a chatbot's scripted chat replies (``sandbox.scripts``); ``[]`` clears them."""
+    chatbot_id = request.path_params["chatbot_id"]
+    store = runtime(request).store
+    script = validate_script(await _body(request))
+    if store.chatbot(chatbot_id) is None:
+        return _msg(404, f"no chatbot {chatbot_id!r}")
+    store.set_replies(chatbot_id, script)
+    return JSONResponse({"replies": script})
+
+
+async def get_replies(request: Request) -> Response:
+    chatbot_id = request.path_params["chatbot_id"]
+    store = runtime(request).store
+    if store.chatbot(chatbot_id) is None:
+        return _msg(404, f"no chatbot {chatbot_id!r}")
+    return JSONResponse({"replies": store.replies(chatbot_id)})
 
 
 async def add_fault(request: Request) -> Response:
@@ -154,6 +175,8 @@ ROUTES = [
     Route("/accounts", guarded(add_account), methods=["POST"]),
     Route("/chatbots", guarded(create_chatbot), methods=["POST"]),
     Route("/chatbots/{chatbot_id}", guarded(patch_chatbot), methods=["PATCH"]),
+    Route("/chatbots/{chatbot_id}/replies", guarded(put_replies), methods=["PUT"]),
+    Route("/chatbots/{chatbot_id}/replies", guarded(get_replies), methods=["GET"]),
     Route("/faults", guarded(add_fault), methods=["POST"]),
     Route("/faults", guarded(list_faults), methods=["GET"]),
     Route("/faults", guarded(clear_faults), methods=["DELETE"]),

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from botctl import contract
 from botctl.sandbox import validation as v
+from botctl.sandbox.scripts import scripted_answer
 from botctl.sandbox.views import iso
 from botctl.sandbox.web import (
     ApiError,
@@ -82,7 +83,9 @@ def _events(text: str) -> list[str]:
 async def chat(request: Request) -> Response:
     """4.2. Order of checks: key (401), plan (403 for free, before the body is read), body
     (400), chatbot (404), model against plan (403). Success is 200 `{"text": ...}`. A model
-    is one of the contract's chat list or of the sandbox's `--extra-model`s."""
+    is one of the contract's chat list or of the sandbox's `--extra-model`s. The text is the
+    chatbot's scripted reply (``sandbox.scripts``) when one matches, else the default answer;
+    `--latency-ms` holds the answer back before its head, so a stream's first event too."""
     key, plan = account(request)
     if plan not in PAID_PLANS:
         raise ApiError(403, contract.MSG_FORBIDDEN, "chat needs a paid plan")
@@ -98,7 +101,10 @@ async def chat(request: Request) -> Response:
     model = req.get("model") or bot.settings.get("model") or "auto"
     if model in contract.CHAT_MODELS_STANDARD_ONLY and plan not in ("standard", "unlimited"):
         raise ApiError(403, contract.MSG_FORBIDDEN, f"{model} needs the standard plan")
-    text = answer_text(model, req["messages"][-1]["content"])
+    question = req["messages"][-1]["content"]
+    script = runtime(request).store.replies(bot.id)
+    scripted = scripted_answer(script, bot.settings, question) if script else None
+    text = answer_text(model, question) if scripted is None else scripted
     if "conversationId" in req:
         _save(request, bot.id, req["conversationId"], req["messages"], text)
     if not req.get("stream", False):

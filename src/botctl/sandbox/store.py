@@ -37,8 +37,10 @@ CREATE TABLE IF NOT EXISTS contacts (
 CREATE TABLE IF NOT EXISTS conversations (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, chatbot_id TEXT NOT NULL, id TEXT NOT NULL,
     created_at REAL NOT NULL, record TEXT NOT NULL, UNIQUE (chatbot_id, id));
+CREATE TABLE IF NOT EXISTS replies (
+    chatbot_id TEXT PRIMARY KEY, script TEXT NOT NULL);
 """
-_TABLES = ("accounts", "chatbots", "attributes", "contacts", "conversations")
+_TABLES = ("accounts", "chatbots", "attributes", "contacts", "conversations", "replies")
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ class Store:
     def delete_chatbot(self, chatbot_id: str) -> None:
         """Contract section 3: the chatbot and all associated data go."""
         with self.atomic() as c:
-            for table in ("attributes", "contacts", "conversations"):
+            for table in ("attributes", "contacts", "conversations", "replies"):
                 c.execute(f"DELETE FROM {table} WHERE chatbot_id = ?", (chatbot_id,))
             c.execute("DELETE FROM chatbots WHERE id = ?", (chatbot_id,))
 
@@ -301,6 +303,22 @@ class Store:
                 (chatbot_id,),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    # -- scripted chat replies (sandbox.scripts) ----------------------------------------------
+    def replies(self, chatbot_id: str) -> list[JSON]:
+        with self.atomic() as c:
+            row = c.execute(
+                "SELECT script FROM replies WHERE chatbot_id = ?", (chatbot_id,)
+            ).fetchone()
+        return [] if row is None else list(json.loads(row[0]))
+
+    def set_replies(self, chatbot_id: str, script: list[JSON]) -> None:
+        with self.atomic() as c:
+            c.execute(
+                "INSERT INTO replies (chatbot_id, script) VALUES (?, ?)"
+                " ON CONFLICT (chatbot_id) DO UPDATE SET script = excluded.script",
+                (chatbot_id, json.dumps(script)),
+            )
 
 
 def _chatbot(row: tuple[Any, ...]) -> Chatbot:

@@ -64,9 +64,17 @@ from botctl.service.retry import (
     server_delay,
     window_exhausted_delay,
 )
+from botctl.service.sse import ChatAnswer, parse_events
 from botctl.service.translate import LIST_CHATBOTS, Call, Translator
 
-__all__ = ["IN_FLIGHT_CAPS", "InFlight", "RequestStats", "RetryPolicy", "ServiceClient"]
+__all__ = [
+    "IN_FLIGHT_CAPS",
+    "ChatAnswer",
+    "InFlight",
+    "RequestStats",
+    "RetryPolicy",
+    "ServiceClient",
+]
 
 # Answers read at once share a cap of this many single caps (see reply.InFlight).
 IN_FLIGHT_CAPS = 4
@@ -275,6 +283,49 @@ class ServiceClient:
         call = Call("PATCH", path, f"update contact {contact_id}", "idempotent", chatbot_id, body)
         return _data(await self._send(call))
 
+    async def chat(
+        self,
+        chatbot_id: str,
+        messages: list[dict[str, str]],
+        *,
+        stream: bool = False,
+        model: str | None = None,
+        temperature: float | None = None,
+        conversation_id: str | None = None,
+    ) -> ChatAnswer:
+        """4.2: the chatbot's answer to the conversation ``messages`` (all of it so far). Not
+        stored on the service unless ``conversation_id`` is given. With ``stream`` the answer
+        is read as data-only server-sent events up to ``data: [DONE]``, and the time to the
+        first event is measured. A 403 is the plan's (chat needs a paid plan; gpt-4 and
+        gpt-4-turbo the standard plan): the caller says so."""
+        body: dict[str, Any] = {"chatbotId": chatbot_id, "messages": messages}
+        if stream:
+            body["stream"] = True
+        if model is not None:
+            body["model"] = model
+        if temperature is not None:
+            body["temperature"] = temperature
+        if conversation_id is not None:
+            body["conversationId"] = conversation_id
+        accept = "text/event-stream" if stream else None
+        # Retried like a write that repeats safely: unsaved, or saved replacing itself (4.2).
+        call = Call("POST", "/chat", "chat", "idempotent", chatbot_id, body, accept)
+        reply = await self._send(call)
+        content_type = reply.headers.get("content-type", "").lower()
+        if stream and "text/event-stream" in content_type:
+            try:
+                text = parse_events(reply.content.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise self._say.shape_error(call, f"the event stream is unusable: {exc}") from None
+            return ChatAnswer(text, reply.elapsed, reply.first_byte, streamed=True)
+        answer = self._say.json_of(call, reply)
+        said = answer.get("text") if isinstance(answer, dict) else None
+        if not isinstance(said, str):
+            raise self._say.shape_error(
+                call, f'expected {{"text": "..."}}, got {self._say.describe(answer)}'
+            )
+        return ChatAnswer(said, reply.elapsed, None, streamed=False)
+
     # -- the request loop -------------------------------------------------------------------
 
     async def _send(self, call: Call) -> Reply:
@@ -324,7 +375,8 @@ class ServiceClient:
             body = self._say.trace_body(call.body)
             self._emit(f"-> {call.method} {url} {of} Authorization: Bearer ***{body}")
         started = self.retry.clock()
-        request = self._http.build_request(call.method, url, json=call.body)
+        headers = {"Accept": call.accept} if call.accept else None
+        request = self._http.build_request(call.method, url, json=call.body, headers=headers)
         deadline = asyncio.timeout(self.request_timeout)
         try:
             try:

@@ -19,6 +19,7 @@ import html
 import json
 import math
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,10 @@ class Reply:
     reason_phrase: str
     headers: httpx.Headers
     content: bytes
+    # Seconds from sending the request to the first byte of the body (None: no body), and to
+    # the last: what a conversation test measures (time to first event, answer time).
+    first_byte: float | None = None
+    elapsed: float = 0.0
 
     @property
     def is_success(self) -> bool:
@@ -125,6 +130,7 @@ async def receive(
 ) -> Reply:
     """Send ``request`` and read its answer, decoded, refusing more than ``max_bytes`` and
     more than what ``in_flight`` has left."""
+    started = time.monotonic()
     response = await http.send(request, stream=True)
     reading = _Reading(request, max_bytes, in_flight)
     try:
@@ -135,7 +141,15 @@ async def receive(
         # as the error lives: let go of them here (64 failed answers would keep 2 GiB).
         reading.parts.clear()
         await response.aclose()
-    return Reply(response.status_code, response.reason_phrase, response.headers, content)
+    first = None if reading.first_at is None else reading.first_at - started
+    return Reply(
+        response.status_code,
+        response.reason_phrase,
+        response.headers,
+        content,
+        first_byte=first,
+        elapsed=time.monotonic() - started,
+    )
 
 
 class _Reading:
@@ -147,8 +161,11 @@ class _Reading:
         self.in_flight = in_flight
         self.parts: list[bytes] = []
         self.size = 0
+        self.first_at: float | None = None
 
     def take(self, piece: bytes) -> None:
+        if self.first_at is None and piece:
+            self.first_at = time.monotonic()
         self.size += len(piece)
         self.in_flight.used += len(piece)
         if self.size > self.max_bytes:

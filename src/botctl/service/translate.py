@@ -49,6 +49,7 @@ class Call:
     kind: Kind
     chatbot_id: str | None = None
     body: dict[str, Any] | None = None
+    accept: str | None = None  # the Accept header, when not JSON (the chat's event stream)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from botctl.errors import StateError
 from botctl.models import BotRecord, State
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.registry import kinds, state_keys
+from botctl.resources.rollout import Rollout
 from botctl.resources.settings import ChatbotSettings
 from botctl.sealing import FINGERPRINT_PATTERN, SALT_PATTERN, Sealed, sealed_of
 from botctl.store.files import first_problem
@@ -123,6 +124,13 @@ class _RecordFile(BaseModel):
         return record
 
 
+class _RolloutFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    revision: str
+    tests_passed: bool | None = None
+
+
 class _StateFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -132,6 +140,8 @@ class _StateFile(BaseModel):
     salt: _Hex64 | None = None  # from 3 on
     key_check: _Hex64 | None = None  # from 4 on
     bots: dict[str, _RecordFile]
+    # Staged rollout (resources.rollout); written only once a chatbot has such a record.
+    rollout: dict[str, _RolloutFile] = Field(default_factory=dict)
 
 
 def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> dict[str, Any]:
@@ -208,6 +218,7 @@ def parse_state(text: str, where: str) -> State:
         key_check=parsed.key_check,
         legacy_keyed=legacy,
         outdated=parsed.format_version < FORMAT_VERSION and not legacy,
+        rollout={k: Rollout(r.revision, r.tests_passed) for k, r in parsed.rollout.items()},
     )
 
 
@@ -252,6 +263,8 @@ def state_document(state: State, bots: Mapping[str, Any]) -> dict[str, Any]:
     if not state.legacy_keyed:
         document["key_check"] = state.key_check
     document["bots"] = dict(sorted(bots.items()))
+    if state.rollout:
+        document["rollout"] = {k: state.rollout[k].to_json() for k in sorted(state.rollout)}
     return document
 
 

@@ -1,0 +1,84 @@
+"""``botctl test``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from botctl.cli.console import err, run_async
+from botctl.cli.options import config_options, service_options, workspace
+
+TEST_NAMES = click.option(
+    "--test",
+    "test_names",
+    multiple=True,
+    metavar="NAME",
+    help="Run only the conversation tests of this name (a glob; repeatable).",
+)
+JUNIT = click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the results as JUnit XML to FILE (for GitHub and GitLab test reports).",
+)
+
+
+def write_junit(path: Path, text: str) -> None:
+    from botctl.errors import BotctlError
+    from botctl.store.files import write_atomically
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, text)
+    except OSError as exc:
+        raise BotctlError(f"cannot write the JUnit report to {path}: {exc.strerror}") from None
+
+
+@click.command("test")
+@config_options
+@service_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@TEST_NAMES
+@JUNIT
+def test(fmt: str, test_names: tuple[str, ...], junit_file: Path | None, **params: Any) -> int:
+    """Run the conversation tests (kind: ConversationTest) against the live chatbots.
+
+    Each test's conversation is sent to each selected chatbot it covers through the chat
+    operation, and the answers are checked against its expectations. Nothing is stored on
+    the service unless a test says store: true. Selection as for plan (--target, -l,
+    --exclude); tests run in parallel within --parallelism and --rate-limit.
+
+    \b
+    Exit codes: 0 all passed, 1 error (a test could not run: the chat operation needs a paid
+    plan), 3 a test failed.
+
+    \b
+    Examples:
+      botctl test bots/
+      botctl test bots/ -l stage=staging --junit reports/conversations.xml
+      botctl test bots/ --test 'refund-*' --format json
+    """
+    from botctl.pipeline.conversations import run_conversation_tests
+    from botctl.render.tests import render_junit, render_tests_json, render_tests_text
+
+    ws = workspace(params)
+    report = run_async(run_conversation_tests(ws, test_names))
+    if fmt == "json":
+        click.echo(render_tests_json(report), nl=False)
+    else:
+        click.echo(render_tests_text(report), nl=False)
+    if junit_file is not None:
+        write_junit(junit_file, render_junit(report))
+        err(f"JUnit report written to {junit_file}")
+    if not report.cases:
+        err("no conversation test covers the selected chatbots")
+    return report.exit_code

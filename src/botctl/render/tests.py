@@ -1,0 +1,231 @@
+"""Conversation test reports (``botctl test``, ``apply --test``): text for a terminal or CI log,
+JSON (versioned, README "JSON output"), and JUnit XML, which GitHub (through test-report
+actions) and GitLab (``artifacts:reports:junit``) display.
+
+Every answer and question in a report was clipped when the test ran (shortened, on one line,
+secrets masked: ``conversation.expect.clip``); the text formats are made inert on top, and
+XML escapes what it holds (characters XML 1.0 cannot carry at all are shown as ``\\xNN``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from botctl.annotations import inert
+from botctl.conversation.report import CaseResult, TestReport
+from botctl.reconcile.apply import ApplyReport
+from botctl.reconcile.rollback import Rollback
+
+TEST_FORMAT_VERSION = 1
+LABELS = {"passed": "PASS ", "failed": "FAIL ", "error": "ERROR"}
+# Characters XML 1.0 cannot hold, even escaped.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def summary(report: TestReport) -> str:
+    total = len(report.cases)
+    if not total:
+        return "Tests: none to run for the selected chatbots."
+    return (
+        f"Tests: {report.count('passed')} passed, {report.count('failed')} failed, "
+        f"{report.count('error')} error(s) ({total} in all)."
+    )
+
+
+def _runs(case: CaseResult) -> str:
+    if len(case.runs) == 1:
+        return ""
+    return f"  {case.passed_runs}/{len(case.runs)} runs passed (needs {case.pass_rate:.0%})"
+
+
+def render_tests_text(report: TestReport, *, heading: str = "") -> str:
+    lines = [heading] if heading else []
+    for case in report.cases:
+        timing = f"  {case.seconds:.2f} s" if case.status != "error" else ""
+        lines.append(
+            f"{LABELS[case.status]} {case.test}  {case.chatbot} ({case.chatbot_id}){_runs(case)}"
+            f"{timing}"
+        )
+        if case.status == "error":
+            lines += [f"      {e}" for e in case.errors]
+        elif case.status == "failed" or case.failures:
+            lines += [f"      {f}" for f in case.failures]
+        for run in case.runs:
+            streamed = [t for t in run.turns if t.first_event_seconds is not None]
+            for turn in streamed[:1]:
+                lines.append(
+                    f"      message {turn.index + 1}: first event after "
+                    f"{turn.first_event_seconds:.2f} s, whole answer {turn.seconds:.2f} s"
+                )
+            break
+    if report.untested:
+        lines.append(f"No conversation test covers: {', '.join(report.untested)}")
+    lines.append(summary(report))
+    return inert("\n".join(lines)) + "\n"
+
+
+def tests_document(report: TestReport) -> dict[str, Any]:
+    return {
+        "format_version": TEST_FORMAT_VERSION,
+        "summary": {
+            "passed": report.count("passed"),
+            "failed": report.count("failed"),
+            "errors": report.count("error"),
+            "total": len(report.cases),
+        },
+        "untested": list(report.untested),
+        "cases": [_case(c) for c in report.cases],
+    }
+
+
+def _case(case: CaseResult) -> dict[str, Any]:
+    return {
+        "test": case.test,
+        "source": case.source,
+        "chatbot": case.chatbot,
+        "chatbotId": case.chatbot_id,
+        "status": case.status,
+        "passRate": case.pass_rate,
+        "runsPassed": case.passed_runs,
+        "seconds": round(case.seconds, 3),
+        "failures": list(case.failures),
+        "errors": list(case.errors),
+        "runs": [
+            {
+                "passed": run.passed,
+                "error": run.error,
+                "turns": [
+                    {
+                        "message": turn.index + 1,
+                        "question": turn.question,
+                        "answer": turn.answer,
+                        "seconds": round(turn.seconds, 3),
+                        "firstEventSeconds": None
+                        if turn.first_event_seconds is None
+                        else round(turn.first_event_seconds, 3),
+                        "failures": list(turn.failures),
+                    }
+                    for turn in run.turns
+                ],
+            }
+            for run in case.runs
+        ],
+    }
+
+
+def render_tests_json(report: TestReport) -> str:
+    return json.dumps(tests_document(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def render_junit(report: TestReport) -> str:
+    """JUnit XML: one ``testsuite`` per conversation test, one ``testcase`` per chatbot
+    (``classname`` the test, ``name`` the chatbot); a failed case has a ``failure`` per
+    failing expectation, with the quoted answer; a case the chat operation could not run an
+    ``error``."""
+    root = ET.Element("testsuites", name="botctl conversation tests")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+    suites: dict[str, ET.Element] = {}
+    counts: dict[str, dict[str, float]] = {}
+    for case in report.cases:
+        suite = suites.get(case.test)
+        if suite is None:
+            suite = ET.SubElement(
+                root,
+                "testsuite",
+                name=_xml_text(case.test),
+                file=_xml_text(case.source.rpartition(":")[0]),
+            )
+            suites[case.test] = suite
+            counts[case.test] = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+        element = ET.SubElement(
+            suite,
+            "testcase",
+            classname=_xml_text(case.test),
+            name=_xml_text(f"{case.chatbot} ({case.chatbot_id})"),
+            time=f"{case.seconds:.3f}",
+        )
+        tally = counts[case.test]
+        tally["tests"] += 1
+        tally["time"] += case.seconds
+        if case.status == "error":
+            tally["errors"] += 1
+            error = ET.SubElement(
+                element, "error", message=_xml_text(case.errors[0]), type="ChatError"
+            )
+            error.text = _xml_text("\n".join(case.errors))
+        elif case.status == "failed":
+            tally["failures"] += 1
+            shown = case.failures[0] if case.failures else "too few runs passed"
+            failure = ET.SubElement(
+                element, "failure", message=_xml_text(shown), type="ExpectationFailed"
+            )
+            failure.text = _xml_text(
+                "\n".join(
+                    [
+                        f"{case.passed_runs}/{len(case.runs)} runs passed "
+                        f"(needs {case.pass_rate:.0%})",
+                        *case.failures,
+                    ]
+                )
+            )
+        out = [
+            f"message {t.index + 1}: {json.dumps(t.question, ensure_ascii=False)} -> "
+            f"{json.dumps(t.answer, ensure_ascii=False)} ({t.seconds:.2f} s)"
+            for t in (case.runs[0].turns if case.runs else ())
+        ]
+        if out:
+            ET.SubElement(element, "system-out").text = _xml_text("\n".join(out))
+    for name, suite in suites.items():
+        tally = counts[name]
+        suite.set("tests", str(int(tally["tests"])))
+        suite.set("failures", str(int(tally["failures"])))
+        suite.set("errors", str(int(tally["errors"])))
+        suite.set("skipped", "0")
+        suite.set("time", f"{tally['time']:.3f}")
+        for key in ("tests", "failures", "errors", "time"):
+            totals[key] += tally[key]
+    root.set("tests", str(int(totals["tests"])))
+    root.set("failures", str(int(totals["failures"])))
+    root.set("errors", str(int(totals["errors"])))
+    root.set("time", f"{totals['time']:.3f}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_rollback_text(rollback: Rollback, sent: ApplyReport | None) -> str:
+    """What ``apply --test --rollback-on-failure`` put back, and what it could not."""
+    lines = ["Rollback of the chatbots whose conversation tests failed:"]
+    for result in sent.results if sent is not None else ():
+        op = result.operation
+        fields = ", ".join(sorted(op.body))
+        if result.status == "applied":
+            lines.append(f"  restored   {op.bot.name}: settings {fields} (as before the apply)")
+        else:
+            lines.append(f"  FAILED     {op.bot.name}: settings {fields}: {result.message}")
+    for item in rollback.not_restorable:
+        lines.append(f"  not restorable  {item.bot.name}: settings {item.field}: {item.why}")
+    kept: dict[str, list[str]] = {}
+    for op in rollback.attributes_kept:
+        kept.setdefault(op.bot.name, []).append(f"{op.kind} {op.subject}")
+    for name, ops in kept.items():
+        lines.append(f"  kept       {name}: {', '.join(ops)}")
+    if kept:
+        lines.append(
+            "  (attributes are never rolled back: archive or create them again by a reviewed "
+            "change)"
+        )
+    restored = sent.count("applied") if sent is not None else 0
+    failed = sent.count("failed") if sent is not None else 0
+    lines.append(
+        f"Rollback: {restored} chatbot(s) restored, {failed} failed, "
+        f"{len(rollback.not_restorable)} value(s) not restorable, "
+        f"{len(rollback.attributes_kept)} attribute change(s) kept."
+    )
+    return inert("\n".join(lines)) + "\n"
