@@ -11,7 +11,7 @@ job, showing it ``render``'s.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
@@ -201,6 +201,88 @@ class Unmanageable:
     reason: str
 
 
+# Why a chatbot is in a scoped plan (--changed-since): see README "Planning only what changed".
+ScopeReason = Literal[
+    "added",  # not in the configuration at the revision
+    "changed",  # its resolved configuration differs from the revision's
+    "removed",  # in the configuration at the revision, not now: nothing to plan for it
+    "pending",  # the state records values other than the configuration's (an apply unfinished)
+    "unrecorded",  # the state holds no record of it: nothing says it was applied
+    "chatbot-id-changed",  # the same metadata.name with another chatbotId (remove + add)
+    "api-key-env-changed",  # the same metadata.name with another apiKeyEnv (remove + add)
+    "base-invalid",  # the configuration at the revision does not load: every chatbot
+]
+SCOPE_REASONS: dict[ScopeReason, str] = {
+    "added": "added",
+    "changed": "configuration changed",
+    "removed": "removed from the configuration (nothing is planned for it)",
+    "pending": "the state records a change not applied",
+    "unrecorded": "the state holds no record of it",
+    "chatbot-id-changed": "its chatbotId changed",
+    "api-key-env-changed": "its apiKeyEnv changed",
+    "base-invalid": "the configuration at the revision does not load",
+}
+
+
+@dataclass(frozen=True)
+class ScopedBot:
+    bot: BotRef
+    reasons: tuple[ScopeReason, ...]
+
+    @property
+    def removed(self) -> bool:
+        return "removed" in self.reasons
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What ``--changed-since REF`` narrowed a run to: the chatbots planned, each with why,
+    out of ``total`` chatbots of the configuration (the selection applied)."""
+
+    ref: str  # as given
+    commit: str  # the full commit id it resolved to
+    total: int  # chatbots of the configuration now, selected
+    bots: tuple[ScopedBot, ...] = ()  # in scope, and removed ones (planned: nothing)
+    problem: str | None = None  # why the configuration at the revision did not load
+
+    @property
+    def planned(self) -> tuple[ScopedBot, ...]:
+        return tuple(b for b in self.bots if not b.removed)
+
+    @property
+    def removed(self) -> tuple[ScopedBot, ...]:
+        return tuple(b for b in self.bots if b.removed)
+
+    def line(self, quote: Callable[[str], str] = str) -> str:
+        """``Scope: 3 of 500 chatbots changed since 1a2b3c4d5e6f (main)``; ``quote`` shows
+        the commit and the ref as written (Markdown: code spans)."""
+        ref = "" if self.commit.startswith(self.ref) else f" ({quote(self.ref)})"
+        removed = f", {len(self.removed)} removed" if self.removed else ""
+        return (
+            f"Scope: {len(self.planned)} of {self.total} chatbots changed since "
+            f"{quote(self.commit[:12])}{ref}{removed}"
+        )
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "commit": self.commit,
+            "total": self.total,
+            "planned": len(self.planned),
+            "removed": len(self.removed),
+            "chatbots": [
+                {
+                    "chatbotId": b.bot.chatbot_id,
+                    "bot": b.bot.name,
+                    "apiKeyEnv": b.bot.api_key_env,
+                    "reasons": list(b.reasons),
+                }
+                for b in self.bots
+            ],
+            **({"problem": self.problem} if self.problem else {}),
+        }
+
+
 @dataclass(frozen=True)
 class Plan:
     operations: tuple[Operation, ...] = ()
@@ -229,6 +311,8 @@ class Plan:
     # others are planned as usual.
     missing: tuple[BotRef, ...] = ()
     reads: Reads = "service"
+    # --changed-since: the chatbots this plan covers out of the configuration's, and why.
+    scope: Scope | None = None
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -311,6 +395,7 @@ class Plan:
             "summary": self.summary(),
             "warnings": list(self.warnings),
             "violations": list(self.violations),
+            **({"scope": self.scope.to_document()} if self.scope is not None else {}),
         }
 
 

@@ -10,6 +10,7 @@ import click
 
 from botctl.cli.console import Progress, colour_enabled, confirm_prompt, err, run_async
 from botctl.cli.options import (
+    CHANGED_SINCE,
     LOCK_TIMEOUT,
     REASSERT,
     config_options,
@@ -74,6 +75,7 @@ NO_TERMINAL = (
     "fail (attributes are never rolled back).",
 )
 @JUNIT
+@CHANGED_SINCE
 @service_options
 @safety_options
 @contact_options
@@ -103,6 +105,7 @@ def apply(
       botctl apply bots/ --auto-approve        # in CI on merge
       botctl apply --plan plan.json            # exactly what was reviewed, or nothing
       botctl apply bots/ --reassert --auto-approve   # nightly: heal write-only settings
+      botctl apply bots/ --changed-since HEAD~1 --auto-approve  # only what the merge changed
       botctl apply bots/ -l stage=staging --test --rollback-on-failure --auto-approve
 
     With --test, the conversation tests of the chatbots the apply changed run once it is
@@ -129,10 +132,12 @@ def apply(
             "part of the configuration, which a saved plan does not carry)"
         )
     if plan_file is not None:
-        if any(params.get(p) for p in ("paths", "targets", "selector", "excludes")):
+        if any(
+            params.get(p) for p in ("paths", "targets", "selector", "excludes", "changed_since")
+        ):
             raise click.UsageError(
-                "apply --plan takes no PATH, --target, -l or --exclude: the plan is applied "
-                "as reviewed"
+                "apply --plan takes no PATH, --target, -l, --exclude or --changed-since: the "
+                "plan is applied as reviewed"
             )
         params["paths"] = (plan_file,)
     ws = workspace(params)

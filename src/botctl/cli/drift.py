@@ -11,7 +11,14 @@ import click
 
 from botctl.cli.ci import errors_as_annotations, write_comment
 from botctl.cli.console import colour_enabled, err, run_async
-from botctl.cli.options import COMMENT_OUT, FORMAT, config_options, service_options, workspace
+from botctl.cli.options import (
+    CHANGED_SINCE,
+    COMMENT_OUT,
+    FORMAT,
+    config_options,
+    service_options,
+    workspace,
+)
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -59,6 +66,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in ne
     help="How long --accept acknowledges: 7d, 12h, 2w...",
 )
 @COMMENT_OUT
+@CHANGED_SINCE
 def drift(
     fmt: str,
     comment_out: Path | None,

@@ -230,6 +230,15 @@ REASSERT = click.option(
     "dashboard edit of it is invisible), folded into the one settings request per chatbot; "
     "listed apart as `reassert` [env BOTCTL_REASSERT].",
 )
+CHANGED_SINCE = click.option(
+    "--changed-since",
+    metavar="REF",
+    envvar="BOTCTL_CHANGED_SINCE",
+    help="Only the chatbots whose resolved configuration changed since the git revision REF "
+    "(a branch, tag or commit of the configuration's repository; read from git, nothing is "
+    "checked out), those the state says are not all applied, and those removed [env "
+    "BOTCTL_CHANGED_SINCE].",
+)
 LOCK_TIMEOUT = click.option(
     "--lock-timeout",
     type=click.FloatRange(0),
@@ -466,6 +475,9 @@ def workspace(params: dict[str, Any]) -> Workspace:
         reassert=bool(params.get("reassert")),
         skip_missing=bool(params.get("skip_missing")),
         contacts=contact_policy(params),
+        changed_since=params.get("changed_since") or None,
+        project_file=found.file if found is not None else None,
+        paths_from_project=not params.get("paths"),
     )
 
 

@@ -10,6 +10,7 @@ import click
 from botctl.cli.ci import errors_as_annotations, write_comment
 from botctl.cli.console import colour_enabled, err, run_async
 from botctl.cli.options import (
+    CHANGED_SINCE,
     COMMENT_OUT,
     FORMAT,
     REASSERT,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 @contact_options
 @FORMAT
 @REASSERT
+@CHANGED_SINCE
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -63,6 +65,7 @@ def plan(
       botctl plan bots/ --format markdown --out plan.json > plan.md   # in a pull request
       botctl plan bots/ --detailed-exitcode                           # exit 2 on changes
       botctl plan bots/ --format github --comment-out plan.md         # in GitHub Actions
+      botctl plan bots/ --changed-since origin/main   # only what a pull request changes
     """
     from botctl.pipeline.flows import make_plan
     from botctl.reconcile.diff import missing_error

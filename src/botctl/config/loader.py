@@ -63,15 +63,45 @@ def load_fleet(
     ``disabled_warnings`` (codes) are not reported; ``strict`` makes warnings errors."""
     found = Findings(disabled=disabled_warnings, strict=strict)
     files = _files(paths, found.early)
+    return _load(
+        [(str(file), _read(file, found.early)) for file in files],
+        environ,
+        allow_unknown_models,
+        found,
+    )
+
+
+def load_fleet_from(
+    files: Sequence[tuple[str, bytes]],
+    *,
+    environ: Mapping[str, str],
+    allow_unknown_models: bool = False,
+) -> Fleet:
+    """The configuration of files given as (name, content), as ``load_fleet`` resolves files
+    on disk: the configuration at a git revision (``config.gitref``). A configuration
+    without any chatbot is no error here: at an earlier revision there may have been none."""
+    found = Findings(disabled=frozenset(), strict=False)
+    return _load(files, environ, allow_unknown_models, found, empty_ok=True)
+
+
+def _load(
+    files: Sequence[tuple[str, bytes | None]],
+    environ: Mapping[str, str],
+    allow_unknown_models: bool,
+    found: Findings,
+    *,
+    empty_ok: bool = False,
+) -> Fleet:
     sources = [
         source
-        for file in files
-        for doc in _documents(file, found.early)
+        for name, data in files
+        if data is not None
+        for doc in _parse(name, data, found.early)
         if (source := _source(doc, environ, found)) is not None
     ]
     fleet = resolve(sources, found, allow_unknown_models)
-    if files and not fleet.bots and not found.has_errors:
-        found.add(Problem(str(files[0]), 1, 1, "no chatbot documents found"))
+    if files and not fleet.bots and not found.has_errors and not empty_ok:
+        found.add(Problem(files[0][0], 1, 1, "no chatbot documents found"))
     # A message may quote a value resolved from ${secret:...}: never its text, in any spelling.
     secrets = {secret.value for source in sources for secret in source.secrets}
     final = [replace(p, message=mask_secrets_in_text(p.message, secrets)) for p in found.final()]
@@ -112,15 +142,18 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _documents(file: Path, problems: list[Problem]) -> list[LocatedDocument]:
+def _read(file: Path, problems: list[Problem]) -> bytes | None:
     try:
         with file.open("rb") as handle:  # never more than the limit, however large the file
-            data = handle.read(MAX_FILE_BYTES + 1)
+            return handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         problems.append(Problem(str(file), 1, 1, f"cannot read: {exc.strerror}"))
-        return []
+        return None
+
+
+def _parse(file: str, data: bytes, problems: list[Problem]) -> list[LocatedDocument]:
     if len(data) > MAX_FILE_BYTES:
-        problems.append(Problem(str(file), 1, 1, FILE_TOO_LARGE))
+        problems.append(Problem(file, 1, 1, FILE_TOO_LARGE))
         return []
     try:
         text = data.decode("utf-8")
@@ -130,10 +163,10 @@ def _documents(file: Path, problems: list[Problem]) -> list[LocatedDocument]:
         line_start = before.rfind(b"\n") + 1
         line = before.count(b"\n") + 1
         col = len(before[line_start:].decode("utf-8")) + 1
-        problems.append(Problem(str(file), line, col, f"not UTF-8 text (byte {exc.start})"))
+        problems.append(Problem(file, line, col, f"not UTF-8 text (byte {exc.start})"))
         return []
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text() does
-    documents, yaml_problems = parse_documents(text, str(file))
+    documents, yaml_problems = parse_documents(text, file)
     problems += yaml_problems
     return documents
 

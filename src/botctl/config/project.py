@@ -124,14 +124,16 @@ def find_project(start: Path) -> Path | None:
     return None
 
 
-def load_project(file: Path, environ: Mapping[str, str]) -> Project:
-    """Read and validate a project file; raises ConfigError with every problem, located."""
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        problem = Problem(str(file), 1, 1, f"cannot read the project file: {reason}")
-        raise ConfigError([problem]) from None
+def load_project(file: Path, environ: Mapping[str, str], *, text: str | None = None) -> Project:
+    """Read and validate a project file (``text``: its content as given, e.g. at a git
+    revision); raises ConfigError with every problem, located."""
+    if text is None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            problem = Problem(str(file), 1, 1, f"cannot read the project file: {reason}")
+            raise ConfigError([problem]) from None
     documents, problems = parse_documents(text, str(file))
     if not problems and len(documents) != 1:
         problems.append(Problem(str(file), 1, 1, "a project file holds exactly one document"))

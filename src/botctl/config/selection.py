@@ -166,6 +166,15 @@ class Selection:
     def everything(self) -> bool:
         return not (self.targets or self.selector or self.excludes)
 
+    def covers(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Whether a chatbot of this name and labels is selected; never an error (for the
+        configuration at an earlier revision, where a --target may name nothing yet)."""
+        return (
+            (not self.targets or any(_matches(t, name) for t in self.targets))
+            and matches_all(self.selector, labels)
+            and not any(_matches(e, name) for e in self.excludes)
+        )
+
     def describe(self) -> str:
         parts = [f"--target {t!r}" for t in self.targets]
         if self.selector:

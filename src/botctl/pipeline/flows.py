@@ -26,8 +26,9 @@ from botctl.errors import (
     StateWriteError,
 )
 from botctl.models import BotSpec, Desired, Live, LiveBot, State
+from botctl.pipeline.scope import scoped
 from botctl.pipeline.workspace import Workspace, collector_paused, load, load_resolved
-from botctl.plan import BotRef, Operation, Plan
+from botctl.plan import BotRef, Operation, Plan, Reads, Scope
 from botctl.reconcile import baseline, usage
 from botctl.reconcile.apply import ApplyReport, OpResult, Stop, apply_plan
 from botctl.reconcile.diff import compute_plan, missing_error
@@ -109,15 +110,17 @@ async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str
 async def make_plan(ws: Workspace, *, saving: bool = False) -> Plan:
     """The plan; ``saving``: it will be written to a file (``plan --out``), whose
     fingerprints need the state key (a local state's key file is created then)."""
-    desired = load(ws)
+    fleet = load_resolved(ws)
     with open_backend(ws.state_path) as backend:
         state = load_state(backend)
         _choose_encryption(state, ws, backend)
-        _require_key(state, desired, backend, create=saving)
+        _require_key(state, fleet.desired, backend, create=saving)
+    desired, scope = scoped(ws, fleet, state)
     async with connect(_refs(desired.bots), ws.environ, _service(ws, desired.bots)) as clients:
         live = await read_live(desired.bots, clients, concurrency=ws.parallelism)
         notes = tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
-        plan = await _counted_plan(desired, live, state, ws, notes + tuple(state.warnings), clients)
+        notes += tuple(state.warnings)
+        plan = await _counted_plan(desired, live, state, ws, notes, clients, scope)
     if saving and state.encrypted:
         if not isinstance(state.cipher, crypt.Cipher):
             assert state.state_key is not None  # _choose_encryption found or made it
@@ -181,12 +184,13 @@ async def _counted_plan(
     ws: Workspace,
     notes: tuple[str, ...],
     clients: Mapping[str, ServiceClient],
+    scope: Scope | None = None,
 ) -> Plan:
     """The plan, with the contacts that carry values for what it archives or renames counted
     (``reconcile.usage``); refused when it archives values without consent. A plan the API
     cannot make says what the refused type changes would strand."""
     try:
-        plan = _compute_plan(desired, live, state, ws, notes)
+        plan = _compute_plan(desired, live, state, ws, notes, scope)
     except ImpossibleChangeError as exc:
         found = usage.type_changes(desired, live)
         if not found:
@@ -221,21 +225,39 @@ async def _count_contacts(
 
 
 def _compute_plan(
-    desired: Desired, live: Live, state: State, ws: Workspace, notes: tuple[str, ...]
+    desired: Desired,
+    live: Live,
+    state: State,
+    ws: Workspace,
+    notes: tuple[str, ...],
+    scope: Scope | None = None,
 ) -> Plan:
     with collector_paused():
         plan = compute_plan(desired, live, state, ws.policy, reassert=ws.reassert)
     # The plan's own warnings (BC3xx) are silenced here, those of the configuration on load.
-    warnings = lint.without_disabled(plan.warnings + notes, ws.disabled_warnings)
-    return replace(plan, reads="none" if ws.service.no_reads else "service", warnings=warnings)
+    warnings = lint.without_disabled(
+        plan.warnings + notes + _scope_notes(scope), ws.disabled_warnings
+    )
+    reads: Reads = "none" if ws.service.no_reads else "service"
+    return replace(plan, reads=reads, warnings=warnings, scope=scope)
+
+
+def _scope_notes(scope: Scope | None) -> tuple[str, ...]:
+    if scope is None or scope.problem is None:
+        return ()
+    return (
+        f"the configuration at {scope.ref} ({scope.commit[:12]}) does not load, so every "
+        f"chatbot is in scope: {scope.problem}",
+    )
 
 
 async def make_drift(ws: Workspace) -> DriftReport:
-    desired = load(ws)
+    fleet = load_resolved(ws)
     with open_backend(ws.state_path) as backend:
         state = load_state(backend)
         _choose_encryption(state, ws, backend)
-        _require_key(state, desired, backend, create=False)
+        _require_key(state, fleet.desired, backend, create=False)
+    desired, scope = scoped(ws, fleet, state)
     live, notes = await _read(ws, desired.bots)
     return _drift_of(desired, live, state, ws, notes)
 
@@ -246,8 +268,10 @@ def _drift_of(
     with collector_paused():
         report = compute_drift(desired, live, state)
     notes += tuple(state.warnings)
-    warnings = lint.without_disabled(report.warnings + notes, ws.disabled_warnings)
-    return replace(report, warnings=warnings)
+    warnings = lint.without_disabled(
+        report.warnings + notes + _scope_notes(scope), ws.disabled_warnings
+    )
+    return replace(report, warnings=warnings, scope=scope)
 
 
 async def make_drift_and_plan(ws: Workspace) -> tuple[DriftReport, Plan]:
@@ -286,10 +310,9 @@ async def run_apply(
 
     ``after_apply`` runs once an apply completed (every operation applied, not stopped, the
     state written), still under the lock: its result is the outcome's ``after``."""
-    desired = load(ws) if saved is None else None
+    fleet = load_resolved(ws) if saved is None else None
     if saved is not None:
         ws = _reading_as_planned(ws, saved.plan)
-    bots = list(desired.bots) if desired is not None else _bots_of(saved)
     stop = stop if stop is not None else Stop()
     with contextlib.ExitStack() as held_for_the_run:
         if held is not None:
@@ -304,9 +327,11 @@ async def run_apply(
         _choose_encryption(state, ws, backend)
         if saved is not None and saved.encrypted and state.lineage is None:
             _choose_encryption(state, replace(ws, state_encryption="passphrase"), backend)
-        if desired is not None:
-            _require_key(state, desired, backend, create=False)
-            _protect(state, ws, desired)
+        if fleet is not None:
+            _require_key(state, fleet.desired, backend, create=False)
+            _protect(state, ws, fleet.desired)  # every chatbot's secrets, in scope or not
+        desired, scope = scoped(ws, fleet, state) if fleet is not None else (None, None)
+        bots = list(desired.bots) if desired is not None else _bots_of(saved)
         # A saved plan's secrets first: the reads must be traced (--debug) with them masked.
         opened = _open_saved(saved, state, ws) if saved is not None else None
         async with connect(_refs(bots), ws.environ, _service(ws, bots)) as clients:
@@ -317,7 +342,7 @@ async def run_apply(
             else:
                 assert desired is not None
                 read_notes = (*refused_read_notes(clients), *state.warnings)
-                plan = await _counted_plan(desired, live, state, ws, read_notes, clients)
+                plan = await _counted_plan(desired, live, state, ws, read_notes, clients, scope)
             show(plan)
             missing = missing_error(plan)
             if missing is not None and not ws.skip_missing:

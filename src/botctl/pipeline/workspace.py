@@ -43,6 +43,10 @@ class Workspace:
     contacts: ContactPolicy = field(default_factory=ContactPolicy)
     # Values marked ${secret:...} once the configuration is loaded, for masking debug traces.
     secrets: set[str] = field(default_factory=set)
+    # --changed-since: plan only the chatbots changed since this git revision (pipeline.scope).
+    changed_since: str | None = None
+    project_file: Path | None = None  # the project file of the run, if any
+    paths_from_project: bool = False  # the paths are the project file's (not given as PATHs)
 
 
 @contextlib.contextmanager

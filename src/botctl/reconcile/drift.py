@@ -39,6 +39,7 @@ from botctl.plan import (
     Change,
     ItemChange,
     Resource,
+    Scope,
     Unmanageable,
     bot_document,
     change_document,
@@ -128,6 +129,7 @@ class DriftReport:
     acknowledged: frozenset[tuple[str, str, str]] = frozenset()  # item keys skipped
     expired: tuple[DriftItem, ...] = ()  # items whose acknowledgement has expired
     warnings: tuple[str, ...] = field(default=())
+    scope: Scope | None = None  # --changed-since: the chatbots checked, and why
 
     def of(self, drift_class: DriftClass) -> tuple[DriftItem, ...]:
         return tuple(i for i in self.counted if i.drift_class == drift_class)
@@ -190,6 +192,7 @@ class DriftReport:
             ],
             "summary": self.summary(),
             "warnings": list(self.warnings),
+            **({"scope": self.scope.to_document()} if self.scope is not None else {}),
         }
 
 
@@ -337,6 +340,7 @@ def acknowledge(
         acknowledged=frozenset(skipped),
         expired=tuple(expired),
         warnings=report.warnings,
+        scope=report.scope,
     )
 
 

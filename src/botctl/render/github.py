@@ -42,6 +42,8 @@ def render_github(plan: Plan, *, colour: bool = False) -> str:
         for b, c in plan.flagged(FLAG_CUTS_OFF_USERS)
     )
     out.extend(_unmanageable(plan.unmanageable))
+    if plan.scope is not None:
+        out.append(annotation("notice", plan.scope.line(), title="botctl plan: scope"))
     out.append(annotation("notice", summary_line(plan), title="botctl plan"))
     return "\n".join(out) + "\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
-from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan, Unmanageable
+from botctl.plan import FLAG_CUTS_OFF_USERS, SCOPE_REASONS, Change, Plan, Scope, Unmanageable
 from botctl.reconcile.drift import CLASSES, DriftReport
 from botctl.reconcile.usage import usage_text
 from botctl.render import blocks as md
@@ -39,6 +39,7 @@ def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = Non
     doc.add("### botctl plan", "", f"**{summary_line(plan)}**")
     if plan.reads == "none":
         doc.add("", f"> {READS_NONE}")
+    _scope(doc, plan.scope, "botctl plan")
     if plan.empty:
         doc.add("", "No changes. The service matches the configuration.")
     _notes(doc, plan)
@@ -79,6 +80,30 @@ def render_plan_comment(plan: Plan, *, limit: int = COMMENT_LIMIT) -> str:
     """The Markdown plan as a pull-request comment: the hidden marker first, at most
     ``limit`` characters in all."""
     return f"{PLAN_MARKER}\n" + render_markdown(plan, limit=limit - len(PLAN_MARKER) - 1)
+
+
+def _scope(doc: md.Budget, scope: Scope | None, command: str) -> None:
+    """The scope of a --changed-since run: its line in view, the chatbots and why folded."""
+    if scope is None:
+        return
+    doc.add("", f"> {scope.line(md.code)}")
+    rows = [
+        md.Row(
+            (
+                f"- {md.code(b.bot.name)} ({md.code(b.bot.chatbot_id)}): "
+                + md.text(", ".join(SCOPE_REASONS[r] for r in b.reasons)),
+            ),
+            {"chatbot": 1},
+        )
+        for b in scope.bots
+    ]
+    doc.section(
+        ["", "<details><summary>Chatbots in scope, and why</summary>", ""],
+        rows,
+        ["", "</details>"],
+        "- " + _cut_note(command),
+        counted=False,
+    )
 
 
 def _notes(doc: md.Budget, plan: Plan) -> None:
@@ -188,6 +213,7 @@ def render_drift_markdown(
     pending changes and unmanaged attributes folded."""
     doc = md.Budget(limit)
     doc.add("### botctl drift", "", f"**{drift_summary(report)}**")
+    _scope(doc, report.scope, "botctl drift")
     for drift_class in CLASSES:
         rows: list[md.Row] = []
         for bot_name, group in groupby(report.of(drift_class), lambda i: i.bot.name):

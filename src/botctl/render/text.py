@@ -11,11 +11,13 @@ from itertools import groupby
 from botctl.annotations import inert, visible
 from botctl.plan import (
     FLAG_CUTS_OFF_USERS,
+    SCOPE_REASONS,
     BotRef,
     Change,
     ItemChange,
     Operation,
     Plan,
+    Scope,
     Unmanageable,
 )
 from botctl.reconcile.drift import CLASSES, DriftItem, DriftReport
@@ -161,11 +163,28 @@ def warning_line(warning: str) -> str:
     )
 
 
+SCOPE_LISTED = 20  # chatbots of a scope named one by one; JSON lists every one
+
+
+def scope_lines(scope: Scope | None) -> list[str]:
+    """``Scope: 3 of 500 chatbots changed since <sha>``, and each chatbot with why."""
+    if scope is None:
+        return []
+    out = [scope.line()]
+    for item in scope.bots[:SCOPE_LISTED]:
+        why = ", ".join(SCOPE_REASONS[r] for r in item.reasons)
+        out.append(f"  {visible(item.bot.name)} ({visible(item.bot.chatbot_id)}): {why}")
+    if len(scope.bots) > SCOPE_LISTED:
+        out.append(f"  ... and {len(scope.bots) - SCOPE_LISTED} more (the JSON lists each)")
+    return out
+
+
 def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
     if plan.reads == "none":
         out.append(READS_NONE)
+    out.extend(scope_lines(plan.scope))
     out.extend(warning_line(w) for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
     out.extend(
@@ -291,6 +310,7 @@ def drift_summary(report: DriftReport) -> str:
 def render_drift_text(report: DriftReport, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [drift_summary(report)]
+    out.extend(scope_lines(report.scope))
     out.extend(warning_line(w) for w in report.warnings)
     for drift_class in CLASSES:
         items = report.of(drift_class)
