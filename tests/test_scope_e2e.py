@@ -133,7 +133,8 @@ def test_one_chatbot_changed_reads_two_and_plans_only_it(bench: Bench) -> None:
 def test_uncommitted_edits_count_and_nothing_changed_reads_nothing(bench: Bench) -> None:
     fleet(bench, 3)
     plan = scoped_plan(bench, "HEAD")
-    assert plan["scope"]["chatbots"] == [] and plan["changes"] == []
+    assert plan["scope"]["chatbots"] == []
+    assert plan["changes"] == []
     assert bench.requests() == []  # no chatbot in scope: no key touched, no read
     bench.write("bot-1.yaml", bot_doc(1, settings="name: Renamed\nmodel: gpt-5-mini\ntemp: 0.2"))
     plan = scoped_plan(bench, "HEAD")  # the working tree against HEAD: not yet committed
@@ -196,10 +197,13 @@ def test_a_removed_document_is_listed_and_nothing_is_planned_for_it(bench: Bench
     commit(bench.config_dir, "retire bot-2")
     plan = scoped_plan(bench, base)
     assert scope_of(plan) == {"bot-2": ["removed"]}
-    assert plan["scope"]["planned"] == 0 and plan["scope"]["removed"] == 1
-    assert plan["changes"] == [] and bench.requests() == []
+    assert plan["scope"]["planned"] == 0
+    assert plan["scope"]["removed"] == 1
+    assert plan["changes"] == []
+    assert bench.requests() == []
     text = bench.run("plan", "--changed-since", base, str(bench.config_dir)).stdout
-    assert "Scope: 0 of 2 chatbots changed since" in text and "1 removed" in text
+    assert "Scope: 0 of 2 chatbots changed since" in text
+    assert "1 removed" in text
 
 
 def test_a_renamed_file_with_the_same_chatbot_is_no_change(bench: Bench) -> None:
@@ -207,7 +211,8 @@ def test_a_renamed_file_with_the_same_chatbot_is_no_change(bench: Bench) -> None
     git(bench.config_dir, "mv", "bot-1.yaml", "renamed.yaml")
     commit(bench.config_dir, "rename")
     plan = scoped_plan(bench, base)
-    assert plan["scope"]["chatbots"] == [] and bench.requests() == []
+    assert plan["scope"]["chatbots"] == []
+    assert bench.requests() == []
 
 
 def test_a_chatbot_id_change_is_a_removal_and_an_addition(bench: Bench) -> None:
@@ -253,7 +258,7 @@ def test_the_project_file_as_it_was_at_ref(bench: Bench) -> None:
         bench.create_bot(f"bot-{i}")
         (root / "bots" / f"bot-{i}.yaml").write_text(bot_doc(i))
     project = root / "botctl.yaml"
-    project.write_text(f"apiVersion: botctl/v1\nkind: Project\npaths: [bots]\n")
+    project.write_text("apiVersion: botctl/v1\nkind: Project\npaths: [bots]\n")
     assert bench.run("apply", "--auto-approve", "--config", str(project)).exit_code == 0
     base = commit(root, "base")
     # The directory is renamed and the project file follows: the same chatbots.
@@ -302,9 +307,11 @@ def test_an_unresolvable_ref_is_a_clear_error(bench: Bench) -> None:
     result = bench.run("plan", "--changed-since", "no-such-branch", str(bench.config_dir))
     assert result.exit_code == 1
     assert "--changed-since no-such-branch: git cannot resolve it" in result.output
-    assert "Traceback" not in result.output and bench.requests() == []
+    assert "Traceback" not in result.output
+    assert bench.requests() == []
     result = bench.run("plan", "--changed-since", "--upload-pack=x", str(bench.config_dir))
-    assert result.exit_code == 1 and "is not a git revision" in result.output
+    assert result.exit_code == 1
+    assert "is not a git revision" in result.output
 
 
 def test_a_configuration_outside_git_is_a_clear_error(bench: Bench, tmp_path: Path) -> None:
@@ -321,7 +328,8 @@ def test_a_configuration_outside_git_is_a_clear_error(bench: Bench, tmp_path: Pa
     )
     assert result.exit_code == 1
     assert "is not in a git repository" in result.output
-    assert "Traceback" not in result.output and bench.requests() == []
+    assert "Traceback" not in result.output
+    assert bench.requests() == []
 
 
 def test_a_broken_configuration_at_ref_puts_every_chatbot_in_scope(bench: Bench) -> None:
