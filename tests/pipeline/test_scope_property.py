@@ -151,7 +151,7 @@ def files(docs: list[dict[str, Any]], draw: Any) -> list[tuple[str, bytes]]:
 def applied(base: tuple[BotSpec, ...], draw: Any) -> tuple[State, Live]:
     """The base applied to a service whose chatbots held nothing, except chatbots whose apply
     was cut short (nothing, or only its first operation, recorded and sent)."""
-    empty = Live(bots={b.chatbot_id: LiveBot(chatbot_id=b.chatbot_id, settings=ChatbotSettings(), attributes={}) for b in base})  # fmt: skip
+    empty = Live(bots={b.chatbot_id: nothing_held(b.chatbot_id) for b in base})
     plan = compute_plan_of(base, empty, State())
     state = State()
     for bot in base:
@@ -160,6 +160,10 @@ def applied(base: tuple[BotSpec, ...], draw: Any) -> tuple[State, Live]:
         for op in ops if cut == "all" else ops[:1] if cut == "first" else []:
             state.apply_operation(op)
     return state, served(state, base)
+
+
+def nothing_held(chatbot_id: str) -> LiveBot:
+    return LiveBot(chatbot_id=chatbot_id, settings=ChatbotSettings(), attributes={})
 
 
 def served(state: State, bots: tuple[BotSpec, ...]) -> Live:
@@ -189,7 +193,7 @@ def of_bot(plan: Plan, chatbot_id: str) -> tuple[Any, ...]:
 
 
 @settings(
-    max_examples=int(__import__("os").environ.get("BOTCTL_PROPERTY_EXAMPLES", "150")),
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -224,10 +228,7 @@ def test_a_scoped_plan_is_honest_about_what_it_leaves_out(data: st.DataObject) -
         bots[bot.chatbot_id] = held.model_copy(update={"settings": moved})
         drifted.add((bot.chatbot_id, "name"))
     for bot in head:  # chatbots new in HEAD exist on the service, empty
-        bots.setdefault(
-            bot.chatbot_id,
-            LiveBot(chatbot_id=bot.chatbot_id, settings=ChatbotSettings(), attributes={}),
-        )
+        bots.setdefault(bot.chatbot_id, nothing_held(bot.chatbot_id))
     live = Live(bots=bots)
 
     scope = scope_between(base, head, state)
