@@ -39,6 +39,13 @@ def sandbox() -> None:
 @click.option(
     "--rate-limit", type=click.FloatRange(min=0), default=0, help="Requests/s per key; 0 = off."
 )
+@click.option(
+    "--rate-limit-headers/--no-rate-limit-headers",
+    default=True,
+    show_default=True,
+    help="Announce the window (X-RateLimit-Limit, -Remaining, -Reset) on rate-limited "
+    "operations; without, a 429 says only Retry-After.",
+)
 @click.option("--latency-ms", type=click.IntRange(min=0), default=0, help="Added to every request.")
 @click.option(
     "--extra-model",
@@ -66,6 +73,7 @@ def serve(
     seed: Path | None,
     reads: str,
     rate_limit: float,
+    rate_limit_headers: bool,
     latency_ms: int,
     extra_models: tuple[str, ...],
     extra_sources: tuple[str, ...],
@@ -89,6 +97,7 @@ def serve(
             api_keys=keys,
             reads=reads,  # type: ignore[arg-type]  # click.Choice guarantees the literal
             rate_limit=rate_limit,
+            rate_limit_headers=rate_limit_headers,
             latency_ms=latency_ms,
             seed=seed,
             extra_models=extra_models,

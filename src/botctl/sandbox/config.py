@@ -34,6 +34,9 @@ class SandboxConfig:
     api_keys: dict[str, str] = field(default_factory=dict)
     reads: ReadsMode = "documented"
     rate_limit: float = 0
+    # Whether rate-limited answers announce the window (X-RateLimit-Limit, -Remaining,
+    # -Reset); without, a 429 says only Retry-After, as v1 deployments may.
+    rate_limit_headers: bool = True
     latency_ms: int = 0
     seed: Path | None = None
     extra_models: tuple[str, ...] = ()

@@ -80,7 +80,7 @@ class V1Gate:
         limited = is_limited(path.removeprefix(contract.API_PREFIX))
         if self.rt.limiter.enabled and token is not None and limited:
             decision = self.rt.limiter.check(token)
-            extra = decision.headers()
+            extra = decision.headers(window=self.rt.config.rate_limit_headers)
             if not decision.allowed:
                 entry["status"] = 429
                 for msg in _json_message(429, contract.MSG_RATE_LIMITED, extra):

@@ -30,12 +30,18 @@ class Decision:
     reset_ms: int  # Unix milliseconds when the bucket is full again (as the v2 docs define)
     retry_after: int  # whole seconds until one request is allowed; 0 when allowed
 
-    def headers(self) -> dict[str, str]:
-        out = {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(self.remaining),
-            "X-RateLimit-Reset": str(self.reset_ms),
-        }
+    def headers(self, *, window: bool = True) -> dict[str, str]:
+        """The answer's headers: the window (unless ``window`` is off), and Retry-After on a
+        refusal."""
+        out = (
+            {
+                "X-RateLimit-Limit": str(self.limit),
+                "X-RateLimit-Remaining": str(self.remaining),
+                "X-RateLimit-Reset": str(self.reset_ms),
+            }
+            if window
+            else {}
+        )
         if not self.allowed:
             out["Retry-After"] = str(self.retry_after)
         return out

@@ -52,17 +52,17 @@ from botctl.defaults import (
 )
 from botctl.errors import ReadsUnavailable
 from botctl.service.inflate import ACCEPT_ENCODING
-from botctl.service.pacing import Pacer, RequestStats
+from botctl.service.pacing import OnWait, Pacer, RequestStats
 from botctl.service.redact import check_api_key, redact
 from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
 from botctl.service.retry import (
     DEFAULT_RETRY,
     Kind,
     RetryPolicy,
+    announced_window,
     may_retry_failure,
     may_retry_status,
     server_delay,
-    window_exhausted_delay,
 )
 from botctl.service.sse import ChatAnswer, parse_events
 from botctl.service.translate import LIST_CHATBOTS, Call, Translator
@@ -113,7 +113,8 @@ class ServiceClient:
     the clients of a run) all answers being read at once. ``reads=False`` (``--no-reads``)
     sends no read at all: reads raise ``ReadsUnavailable`` at once. ``rate_limit`` paces this
     client to at most that many requests per second across all concurrent calls (0 =
-    unpaced). ``trace`` receives one line per request and per response. ``secrets`` are
+    unpaced; the service's announced window and its 429s pace it too). ``on_wait`` is told
+    of each wait for a turn. ``trace`` receives one line per request and per response. ``secrets`` are
     redacted like the key from every text this client produces (a live collection: the
     configuration's ``${secret:...}`` values join it once it is loaded).
     """
@@ -135,6 +136,7 @@ class ServiceClient:
         secrets: Collection[str] = (),
         in_flight: InFlight | None = None,
         contact_reads: bool = True,
+        on_wait: OnWait | None = None,
     ) -> None:
         check_api_key(key_name, api_key)
         self.base_url = base_url.rstrip("/")
@@ -153,7 +155,7 @@ class ServiceClient:
         self._secrets = secrets
         self._trace = trace
         self._say = Translator(self.base_url, key_name, timeout, self._scrub, secrets)
-        self._pacer = Pacer(rate_limit, retry.clock, retry.sleep)
+        self._pacer = Pacer(rate_limit, retry.clock, retry.sleep, on_wait, key_name)
         self._http = httpx.AsyncClient(
             transport=transport,
             verify=_verify_for(self.base_url),
@@ -341,24 +343,30 @@ class ServiceClient:
             attempt += 1
             waited = await self._pacer.acquire()  # not `+= await`: that reads before waiting
             self.stats.pace_wait += waited
+            sent_at = self.retry.clock()
             try:
                 reply = await self._attempt(call, attempt)
             except httpx.RequestError as exc:
                 self.stats.responses[(_kind_of(call), "error")] += 1
                 if attempt >= self.retry.max_attempts or not may_retry_failure(call.kind, exc):
+                    self.stats.failed += 1
                     # Not chained: httpx's own text may quote what botctl just redacted.
                     raise self._say.transport_error(call, exc, attempt) from None
                 await self._backoff(attempt, None)
                 continue
             self.stats.responses[(_kind_of(call), str(reply.status_code))] += 1
+            announced = self._watch_window(reply)
             if reply.status_code == 429:
                 self.stats.throttled += 1
-            self._watch_window(reply)
+                self.stats.rate_limited += 1
+                self._pacer.refused(announced=announced, sent_at=sent_at)
             if reply.is_success:
+                self._pacer.succeeded()
                 return reply
             if attempt < self.retry.max_attempts and may_retry_status(call.kind, reply.status_code):
                 await self._backoff(attempt, self._hint_delay(reply))
                 continue
+            self.stats.failed += 1
             error = self._say.api_error(call, reply, attempt)
             if isinstance(error, ReadsUnavailable) and error.status is not None:
                 self.refused_reads[(call.operation, error.status)] += 1
@@ -416,10 +424,15 @@ class ServiceClient:
             self._pacer.block_for(self.retry.cap(delay))
         return delay
 
-    def _watch_window(self, reply: Reply) -> None:
-        delay = window_exhausted_delay(reply.headers, self.retry.wall_clock())
-        if delay:
-            self._pacer.block_for(self.retry.cap(delay))
+    def _watch_window(self, reply: Reply) -> bool:
+        """Pace by the window the answer announces (``X-RateLimit-Remaining`` until
+        ``X-RateLimit-Reset``); whether it announced one."""
+        window = announced_window(reply.headers, self.retry.wall_clock())
+        if window is None:
+            return False
+        remaining, reset_in = window
+        self._pacer.announced(remaining, self.retry.cap(reset_in))
+        return True
 
     def _emit(self, line: str) -> None:
         if self._trace is not None:

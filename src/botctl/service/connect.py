@@ -128,6 +128,7 @@ async def connect(
             rate_limit=options.rate_limit,
             trace=options.trace,
             key_name=env_name,
+            on_wait=options.on_wait,
         )
         for env_name, key in keys.items()
     }

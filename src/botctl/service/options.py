@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from botctl.defaults import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
-from botctl.service.pacing import RequestStats
+from botctl.service.pacing import OnWait, RequestStats
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,10 @@ class ServiceOptions:
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
     trace: Callable[[str], None] | None = None
-    # When given, every client's request counts are added here as it closes (benchmarks).
+    # When given, every client's request counts are added here as it closes (benchmarks,
+    # the CLI's line on requests refused and waits on the limit).
     stats: RequestStats | None = None
+    on_wait: OnWait | None = None  # told of each wait for the pace or the service's limit
     # Values to redact like the keys from every message and trace (the configuration's
     # ${secret:...} values; a live collection, filled once the configuration is loaded).
     secrets: Collection[str] = ()

@@ -88,6 +88,22 @@ def parse_reset(value: str, now: float) -> float | None:
     return max(0.0, number)  # delta seconds
 
 
+def announced_window(headers: Mapping[str, str], now: float) -> tuple[float, float] | None:
+    """(requests remaining, seconds until the window resets), when the response says."""
+    remaining = headers.get("x-ratelimit-remaining")
+    reset = headers.get("x-ratelimit-reset")
+    if remaining is None or reset is None:
+        return None
+    try:
+        left = float(remaining)
+    except ValueError:
+        return None
+    reset_in = parse_reset(reset, now)
+    if reset_in is None or left != left or left < 0:  # NaN, negative: not a window
+        return None
+    return left, reset_in
+
+
 def window_exhausted_delay(headers: Mapping[str, str], now: float) -> float | None:
     """Seconds until the rate-limit window resets, when the response says it is used up."""
     remaining = headers.get("x-ratelimit-remaining")
