@@ -42,7 +42,9 @@ ATTRIBUTES = [
 ]
 
 
-def document(kind: str, name: str, spec: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+def document(
+    kind: str, name: str, spec: dict[str, Any], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
     return {"apiVersion": "botctl/v1", "kind": kind, "metadata": metadata, "spec": spec}
 
@@ -74,7 +76,7 @@ def write_config(root: Path, bots: int, pilot: int, temp: float = 0.3, label: st
                 "selector": {},
                 "settings": {"model": "gpt-5-mini", "temp": 0.3},
                 "attributeSets": ["crm"],
-            },  # fmt: skip
+            },
         ),
         document(
             "Defaults",
@@ -86,8 +88,13 @@ def write_config(root: Path, bots: int, pilot: int, temp: float = 0.3, label: st
 
 
 def git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.org",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.org"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.org",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.org",
+    }
     subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
 
 
@@ -135,8 +142,13 @@ def measure(name: str, url: str, api_url: str, root: Path, *args: str) -> dict[s
     for line in done.stderr.splitlines():
         if line.startswith("Requests:"):
             print(f"    botctl said: {line}")
-    return {"seconds": seconds, "requests": len(entries), "reads": reads, "refused": refused,
-            "limited": limited}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "requests": len(entries),
+        "reads": reads,
+        "refused": refused,
+        "limited": limited,
+    }
 
 
 def seed(url: str, bots: int) -> None:
@@ -165,11 +177,13 @@ def main() -> None:
         git(root, "init", "-q", "-b", "main")
         (root / ".gitignore").write_text("state.json\n")
         write_config(root, args.bots, args.pilot)
-        keys = {key: "unlimited" for key in KEYS.values()}
+        keys = dict.fromkeys(KEYS.values(), "unlimited")
         print(f"{args.bots} chatbots x {len(ATTRIBUTES)} attributes over {len(KEYS)} keys")
         with run_in_thread(SandboxConfig(db=db, api_keys=keys)) as free:
             seed(free.url, args.bots)
-            seconds, done = botctl(free.api_url, root, "apply", "--auto-approve", "bots", "shared.yaml")  # fmt: skip
+            seconds, done = botctl(
+                free.api_url, root, "apply", "--auto-approve", "bots", "shared.yaml"
+            )
             assert done.returncode == 0, done.stderr
             print(f"  baseline apply, unlimited: {seconds:.1f} s")
         commit(root, "base")
@@ -187,21 +201,45 @@ def main() -> None:
             one.write_text(one.read_text().replace(before, "You help."))
             commit(root, "one chatbot")
             print("a pull request that changes one chatbot:")
-            measure("scoped plan", limited.url, limited.api_url, root, "plan", *paths, "--changed-since", "HEAD~1")  # fmt: skip
+            measure(
+                "scoped plan",
+                limited.url,
+                limited.api_url,
+                root,
+                "plan",
+                *paths,
+                "--changed-since",
+                "HEAD~1",
+            )
             measure("full plan  ", limited.url, limited.api_url, root, "plan", *paths)
             write_config(root, args.bots, args.pilot, temp=0.7)
             one.write_text(one.read_text().replace(before, "You help."))
             commit(root, "pilot defaults")
             print(f"a pull request that changes the Defaults of {args.pilot} chatbots:")
-            measure("scoped plan", limited.url, limited.api_url, root, "plan", *paths, "--changed-since", "HEAD~1")  # fmt: skip
+            measure(
+                "scoped plan",
+                limited.url,
+                limited.api_url,
+                root,
+                "plan",
+                *paths,
+                "--changed-since",
+                "HEAD~1",
+            )
             print(f"a full apply of {args.apply_bots} chatbots, one attribute update each:")
             write_config(root, args.bots, args.pilot, temp=0.7, label=" (v2)")
             one.write_text(one.read_text().replace(before, "You help."))
             chosen = [f"--target=bot-{i:04d}" for i in range(args.apply_bots)]
             result = measure(
-                "apply", limited.url, limited.api_url, root, "apply", *paths, "--auto-approve",
+                "apply",
+                limited.url,
+                limited.api_url,
+                root,
+                "apply",
+                *paths,
+                "--auto-approve",
                 *chosen,
-            )  # fmt: skip
+            )
             # Each attribute update reads the list first: (reads + updates) of rate-limited
             # operations, against what the limit allows in the same time.
             share = result["limited"] / (result["seconds"] * args.rate)

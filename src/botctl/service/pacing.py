@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-
 # What the run waits on, told to whoever shows progress: (the key's variable, the seconds
 # about to be waited, why: "limit" the service's window or refusals, "pace" --rate-limit).
 WaitReason = Literal["limit", "pace"]
