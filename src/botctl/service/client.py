@@ -115,8 +115,8 @@ class ServiceClient:
     client to at most that many requests per second across all concurrent calls (0 =
     unpaced; the service's announced window and its 429s pace it too). ``on_wait`` is told
     of each wait for a turn. ``trace`` receives one line per request and per response.
-    ``secrets`` are redacted like the key from every text this client produces (a live collection: the
-    configuration's ``${secret:...}`` values join it once it is loaded).
+    ``secrets`` are redacted like the key from every text this client produces (a live
+    collection: the configuration's ``${secret:...}`` values join it once it is loaded).
     """
 
     def __init__(
