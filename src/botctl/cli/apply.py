@@ -15,6 +15,7 @@ from botctl.cli.options import (
     REASSERT,
     config_options,
     contact_options,
+    limit_watch,
     no_state_notice,
     safety_options,
     service_options,
@@ -159,6 +160,7 @@ def apply(
         return False
 
     progress = Progress(live=colour_enabled(sys.stdout))
+    limit_watch().progress = progress  # waits on the rate limit show on its status line
     shown: list[Plan] = []
 
     def show(p: Plan) -> None:

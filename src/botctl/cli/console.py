@@ -240,7 +240,68 @@ class Progress:
         click.echo(f"{prefix}{inert(text)}")
         if self.live:
             click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+    def status(self, text: str) -> None:
+        """The status line, with ``text`` after the count (waiting on the rate limit)."""
+        if self.live:
+            line = inert(f"  [{self.done}/{self.total}] applying... {text}")
+            click.echo(f"\r\x1b[K{line}", nl=False)
 
     def finish(self) -> None:
         if self.live:
             click.echo("\r\x1b[K", nl=False)
+
+
+class LimitWatch:
+    """Shows when a run waits on the service's rate limit, and for how long: on a terminal a
+    status line on stderr (that of ``progress`` when an apply shows one), elsewhere a line
+    for each long wait (a window exhausted, a Retry-After) and every ``EVERY`` seconds of
+    waiting; at the end, one line with the requests refused with 429 and the time waited.
+    Waits for ``--rate-limit``'s own pace are not the service's limit: not shown."""
+
+    LONG = 1.0  # a single wait this long is told at once
+    EVERY = 10.0  # seconds of waiting between two lines off a terminal
+
+    def __init__(self, *, live: bool, clock: Any = None) -> None:
+        import time
+
+        from botctl.service.pacing import RequestStats
+
+        self.live = live
+        self.stats = RequestStats()
+        self.progress: Progress | None = None
+        self.clock = clock or time.monotonic
+        self.waited: dict[str, float] = {}  # wall seconds some request of the key waited
+        self._until: dict[str, float] = {}
+        self._told = 0.0
+
+    def wait(self, key: str, seconds: float, reason: str) -> None:
+        if reason != "limit":
+            return
+        now = self.clock()
+        until = self._until.get(key, now)
+        end = now + seconds
+        self.waited[key] = self.waited.get(key, 0.0) + max(0.0, end - max(now, until))
+        self._until[key] = max(until, end)
+        total = self.waited[key]
+        text = f"waiting {seconds:.1f} s on the rate limit of ${key} ({total:.0f} s so far)"
+        if self.live:
+            if self.progress is not None and self.progress.live:
+                self.progress.status(text)
+            else:
+                click.echo(f"\r\x1b[K{inert(text)}", nl=False, err=True)
+        elif seconds >= self.LONG or total - self._told >= self.EVERY:
+            self._told = total
+            err(text)
+
+    def report(self) -> None:
+        """The closing line, when the run met the limit at all."""
+        if self.live and self.progress is None and self.waited:
+            click.echo("\r\x1b[K", nl=False, err=True)
+        s = self.stats
+        if not (s.rate_limited or self.waited):
+            return
+        waited = ", ".join(f"{v:.1f} s (${k})" for k, v in sorted(self.waited.items()))
+        err(
+            f"Requests: {s.total} sent, {s.failed} failed, {s.rate_limited} answered 429 "
+            f"(rate limited); waited on the rate limit: {waited or 'never'}"
+        )

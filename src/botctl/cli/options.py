@@ -32,6 +32,7 @@ from botctl.defaults import (
 )
 
 if TYPE_CHECKING:
+    from botctl.cli.console import LimitWatch
     from botctl.config.project import Project
     from botctl.config.selection import Requirement, Selection
     from botctl.pipeline.workspace import Workspace
@@ -424,6 +425,23 @@ def selection(params: dict[str, Any]) -> Selection:
     )
 
 
+def limit_watch() -> LimitWatch:
+    """The run's watch on the service's rate limit (``console.LimitWatch``), its closing line
+    printed when the command ends; one per command (an apply hands it its progress line)."""
+    import sys
+
+    from botctl.cli.console import LimitWatch
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    watch = meta.get("botctl.limit_watch")
+    if not isinstance(watch, LimitWatch):
+        watch = meta["botctl.limit_watch"] = LimitWatch(live=sys.stderr.isatty())
+        if ctx is not None:
+            ctx.call_on_close(watch.report)
+    return watch
+
+
 def workspace(params: dict[str, Any]) -> Workspace:
     """The run's configuration from the options of the command and the project file."""
     from botctl.pipeline.workspace import Workspace
@@ -446,6 +464,7 @@ def workspace(params: dict[str, Any]) -> Workspace:
     secrets: set[str] = set()
     # The client redacts the keys and these secrets (every escaped form) from each line.
     trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
+    watch = limit_watch()
     disabled = params.get("disabled_warnings") or frozenset()
     return Workspace(
         secrets=secrets,
@@ -463,6 +482,8 @@ def workspace(params: dict[str, Any]) -> Workspace:
             no_contact_reads=bool(params.get("no_contact_reads")),
             trace=trace,
             secrets=secrets,
+            stats=watch.stats,
+            on_wait=watch.wait,
         ),
         selection=selection(params),
         allow_unknown_models=bool(params["allow_unknown_models"]),

@@ -359,7 +359,8 @@ class ServiceClient:
             if reply.status_code == 429:
                 self.stats.throttled += 1
                 self.stats.rate_limited += 1
-                self._pacer.refused(announced=announced, sent_at=sent_at)
+                hint = server_delay(reply.headers, self.retry.wall_clock())
+                self._pacer.refused(announced=announced, sent_at=sent_at, retry_after=hint)
             if reply.is_success:
                 self._pacer.succeeded()
                 return reply

@@ -18,14 +18,18 @@ from typing import Literal
 WaitReason = Literal["limit", "pace"]
 OnWait = Callable[[str, float, WaitReason], None]
 
-# Adapting to 429s when the service announces no window: a refusal halves the pace the
-# refused requests were sent at; successes speed up by 5% each until near that pace, then by
-# 0.1% (probing), so the limit is found again rarely.
-_SLOWER = 2.0
+# Adapting to 429s when the service announces no window: a refusal sets the pace to what the
+# service let through in the Retry-After before it (or the second before it); successes
+# speed up by 5% each until near the pace refused, then by 0.1% (probing), so the limit is
+# found again rarely.
+_GUESSED_WINDOW = 1.0  # seconds: the window a 429 without Retry-After is taken to mean
+_AT_A_PACE = 3  # requests let through within that window before a 429 says anything of a pace
+_AGAIN = 1.5  # refused at the learned pace: at least this much slower
+_MARGIN = 1.1  # the learned pace stays this far under the pace refused
 _FASTER = 0.95
 _NEAR = 1.15  # within this of the pace last refused: probe slowly
 _PROBE = 0.999
-_RECENT = 16  # request starts remembered, to know the pace a refusal was met at
+_RECENT = 256  # request starts remembered, to know the pace a refusal was met at
 _STEP = 0.05  # seconds a waiter sleeps at once while the service's pace may change
 _MOVED = 1.25  # a pace this much faster or slower than when turns were reserved: reserve again
 
@@ -130,17 +134,24 @@ class Pacer:
         self._learned = 0.0  # the service says; no need to guess
         self._repace()
 
-    def refused(self, *, announced: bool, sent_at: float) -> None:
-        """A 429 for a request sent at ``sent_at``. Without a window to go by, slow down:
-        to half the pace the refused requests were sent at, once per slowdown (the requests
-        already sent at the old pace are refused too, and say nothing new)."""
+    def refused(self, *, announced: bool, sent_at: float, retry_after: float | None) -> None:
+        """A 429 for a request sent at ``sent_at``. Without a window to go by, slow down,
+        once per slowdown (requests already sent at the old pace are refused too, and say
+        nothing new): to the pace of the requests the service let through during the
+        ``retry_after`` before it (the window it implies; a second without one): fewer
+        than three, and the client was not sending at a pace, the refusal is only waited
+        out; refused again at the learned pace, slower still."""
         if announced or sent_at < self._slowed_at:
             return
-        pace = 0.0
-        if len(self._starts) >= 2:
-            pace = (self._starts[-1] - self._starts[0]) / (len(self._starts) - 1)
-        self._refused_at = max(pace, self._learned, 0.005)
-        self._learned = self._refused_at * _SLOWER
+        window = retry_after or _GUESSED_WINDOW
+        let_through = sum(1 for t in self._starts if sent_at - window <= t < sent_at)
+        if let_through < _AT_A_PACE:  # not sending at any pace: a refusal to wait out, no more
+            return
+        estimate = window / let_through
+        if self._learned:
+            estimate = max(estimate, self._learned * _AGAIN)
+        self._refused_at = max(estimate, 0.005)
+        self._learned = self._refused_at * _MARGIN
         self._slowed_at = self._clock()
         self._repace()
 
