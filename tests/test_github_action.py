@@ -7,6 +7,7 @@ over HTTP. Their output is read by an independent model of the runner."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ import pytest
 import yaml
 
 from botctl.cli import cli
-from botctl.github_action import Inputs, botctl_argv, set_outputs, stream_inert
+from botctl.github_action import InputError, Inputs, botctl_argv, set_outputs, stream_inert
 from botctl.render import COMMENT_LIMIT
 from tests.e2e_support import KEY, Bench, bot_yaml
 from tests.github_runner import executed, names
@@ -232,6 +233,89 @@ def test_bad_inputs_are_an_error_annotation(
     assert bench.requests() == []
 
 
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.strip()
+
+
+def pull_request(runner: Runner, bench: Bench) -> str:
+    """A configuration repository with two chatbots applied on main, and a pull request
+    branch checked out that changes one: the event says where it branched from."""
+    bench.create_bot("bot-2")
+    bench.write("other.yaml", bot_yaml(name="other", chatbot_id="bot-2"))
+    applied = runner.run(command="apply", path="config/", state=".botctl/state.json")
+    assert applied.returncode == 0, applied.stdout
+    (bench.workdir / ".gitignore").write_text(".botctl/\n")
+    git(bench.workdir, "init", "-q", "-b", "main")
+    git(bench.workdir, "add", "-A")
+    git(bench.workdir, "commit", "-qm", "base")
+    base = git(bench.workdir, "rev-parse", "HEAD")
+    git(bench.workdir, "checkout", "-qb", "warmer")
+    bench.write("other.yaml", bot_yaml(name="other", chatbot_id="bot-2", settings="temp: 0.9"))
+    git(bench.workdir, "commit", "-qam", "warmer")
+    event = runner.temp / "event.json"
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": base}}}), encoding="utf-8")
+    runner.env.update({"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)})
+    bench.clear_log()
+    return base
+
+
+def test_a_pull_requests_plan_is_scoped_to_the_merge_base(runner: Runner, bench: Bench) -> None:
+    base = pull_request(runner, bench)
+    plan = runner.run(command="plan", path="config/", state=".botctl/state.json")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert plan.outputs["exitcode"] == "2"
+    assert f"> Scope: 1 of 2 chatbots changed since `{base[:12]}`" in plan.summary
+    assert "`other` (`bot-2`): configuration changed" in plan.summary
+    reads = [r["path"] for r in bench.requests()]
+    assert reads == ["/api/v1/get-chatbots", "/api/v1/chatbots/bot-2/custom-attributes"]
+    # full: every chatbot, as before
+    bench.clear_log()
+    full = runner.run(
+        command="plan", path="config/", state=".botctl/state.json", **{"changed-since": "full"}
+    )
+    assert full.returncode == 0, full.stdout
+    assert "Scope:" not in full.summary
+    assert len(bench.requests()) == 3
+    # The apply on merge and the nightly drift stay full checks.
+    drift = runner.run(command="drift", path="config/", state=".botctl/state.json")
+    assert "Scope:" not in drift.summary
+
+
+def test_an_explicit_revision_scopes_any_command(runner: Runner, bench: Bench) -> None:
+    base = pull_request(runner, bench)
+    runner.env["GITHUB_EVENT_NAME"] = "push"
+    drift = runner.run(
+        command="drift", path="config/", state=".botctl/state.json", **{"changed-since": base}
+    )
+    assert drift.returncode == 0, drift.stdout
+    assert f"> Scope: 1 of 2 chatbots changed since `{base[:12]}`" in drift.summary
+
+
+def test_a_pull_request_without_its_base_is_planned_in_full_and_says_so(
+    runner: Runner, bench: Bench
+) -> None:
+    pull_request(runner, bench)
+    event = Path(runner.env["GITHUB_EVENT_PATH"])
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": "ab" * 20}}}), "utf-8")
+    plan = runner.run(command="plan", path="config/", state=".botctl/state.json")
+    assert plan.returncode == 0, plan.stdout
+    (warning,) = [c for c in executed(plan.stdout) if c.name == "warning"]
+    assert "no merge base" in warning.data
+    assert "planned in full" in warning.data
+    assert "Scope:" not in plan.summary
+
+
 # --- the step's parts ---------------------------------------------------------------------------
 
 
@@ -253,6 +337,10 @@ def test_command_lines_for_each_command(tmp_path: Path) -> None:
         "apply", "--auto-approve", "--plan", "plan.json"
     ]  # fmt: skip
     assert argv("drift")[-2:] == ["--comment-out", str(comment)]
+    inputs = Inputs.from_environ({"INPUT_COMMAND": "plan", "INPUT_PATH": "bots/"})
+    assert botctl_argv(inputs, comment, "abc123")[3:6] == ["plan", "bots/", "--changed-since"]
+    with pytest.raises(InputError, match="give it as the input 'changed-since'"):
+        Inputs.from_environ({"INPUT_COMMAND": "plan", "INPUT_ARGS": "--changed-since=main"})
 
 
 def test_relayed_output_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -273,7 +361,8 @@ def test_outputs_with_line_breaks_use_the_delimiter_form(tmp_path: Path) -> None
 
 
 def test_action_declares_what_the_issue_asks_for() -> None:
-    assert set(ACTION["inputs"]) == {"command", "path", "state", "args"}
+    assert set(ACTION["inputs"]) == {"command", "path", "state", "args", "changed-since"}
+    assert ACTION["inputs"]["changed-since"]["default"] == "auto"
     assert ACTION["inputs"]["command"]["required"] is True
     assert set(ACTION["outputs"]) == {"exitcode", "has-changes", "comment-file"}
     assert ACTION["runs"]["using"] == "composite"
@@ -330,6 +419,34 @@ def test_gitlab_template_calls_botctl_with_options_that_exist() -> None:
             if word.startswith("--"):
                 assert word in options, f"botctl {call[1]} has no {word}"
     assert GITLAB["botctl-apply"]["resource_group"] == "botctl-apply"
+
+
+def test_gitlab_template_scopes_merge_request_plans_to_the_merge_base() -> None:
+    (option,) = [p for p in cli.commands["plan"].params if "--changed-since" in p.opts]
+    assert option.envvar == "BOTCTL_CHANGED_SINCE"
+    plan = "\n".join(GITLAB["botctl-plan"]["script"])
+    assert 'BOTCTL_CHANGED_SINCE="$CI_MERGE_REQUEST_DIFF_BASE_SHA"' in plan
+    assert '"$BOTCTL_PLAN_SCOPE" != full' in plan
+    assert GITLAB["variables"]["BOTCTL_PLAN_SCOPE"] == "merge-base"
+    assert GITLAB["botctl-plan"]["variables"]["GIT_DEPTH"] == 0  # the merge base is fetched
+    for job in ("botctl-apply", "botctl-drift"):  # full checks
+        assert "CHANGED_SINCE" not in "\n".join(GITLAB[job]["script"])
+    # The same gate in a shell: scoped unless full.
+    for scope, expected in (("merge-base", "abc"), ("full", "")):
+        line = next(x for x in GITLAB["botctl-plan"]["script"] if x.startswith("if "))
+        env = {
+            "BOTCTL_PLAN_SCOPE": scope,
+            "CI_MERGE_REQUEST_DIFF_BASE_SHA": "abc",
+            "PATH": os.environ["PATH"],
+        }
+        out = subprocess.run(
+            ["sh", "-c", f'{line}\nprintf %s "${{BOTCTL_CHANGED_SINCE:-}}"'],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout == expected
 
 
 def test_comment_limit_leaves_room_under_githubs() -> None:

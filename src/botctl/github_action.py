@@ -1,8 +1,10 @@
 """The botctl GitHub Action's step (``action.yml``): run one botctl command, then hand its
 results to the workflow. ``python -m botctl.github_action``, inputs in the environment.
 
-action.yml passes the inputs as ``INPUT_COMMAND``, ``INPUT_PATH``, ``INPUT_STATE`` and
-``INPUT_ARGS`` (never pasted into a shell line). ``validate``, ``plan`` and ``drift`` run with
+action.yml passes the inputs as ``INPUT_COMMAND``, ``INPUT_PATH``, ``INPUT_STATE``,
+``INPUT_ARGS`` and ``INPUT_CHANGED_SINCE`` (never pasted into a shell line). A pull request's
+plan is scoped to the merge base (``--changed-since``, see ``scope``) unless
+``changed-since`` is ``full``. ``validate``, ``plan`` and ``drift`` run with
 ``--format github``: problems annotated on the files, the report folded in the log, the summary
 as a notice; ``plan`` and ``drift`` also write the Markdown comment (``--comment-out``).
 ``apply`` runs with ``--auto-approve`` (the workflow decides when to apply) and its output is
@@ -20,6 +22,7 @@ are results, for the workflow to act on through ``has-changes``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -36,6 +39,8 @@ from botctl.render import COMMENT_LIMIT
 from botctl.render import blocks as md
 
 COMMANDS = ("validate", "plan", "apply", "drift")
+SCOPED = ("plan", "apply", "drift")  # the commands --changed-since narrows
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 EXIT_CHANGES = 2
 _APPLIED = re.compile(r"^Apply (?:complete|incomplete): (\d+) applied", re.MULTILINE)
 
@@ -50,6 +55,8 @@ class Inputs:
     paths: tuple[str, ...]
     state: str
     args: tuple[str, ...]
+    # "auto" (a pull request's plan: scoped to the merge base), "full", or a git revision.
+    changed_since: str = "auto"
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Inputs:
@@ -70,7 +77,14 @@ class Inputs:
         taken = [a for a in args if a.split("=", 1)[0] in ("--format", "--comment-out")]
         if taken:
             raise InputError(f"input 'args' must not set {taken[0]}: the action sets it")
-        return cls(command, paths, environ.get("INPUT_STATE", "").strip(), args)
+        changed_since = environ.get("INPUT_CHANGED_SINCE", "").strip() or "auto"
+        if changed_since != "full" and any(a.split("=", 1)[0] == "--changed-since" for a in args):
+            raise InputError(
+                "input 'args' must not set --changed-since: give it as the input "
+                "'changed-since' (full: no scope)"
+            )
+        state = environ.get("INPUT_STATE", "").strip()
+        return cls(command, paths, state, args, changed_since)
 
 
 @dataclass(frozen=True)
@@ -80,9 +94,11 @@ class Outcome:
     comment: str  # the comment file's text, marker first
 
 
-def botctl_argv(inputs: Inputs, comment_file: Path) -> list[str]:
-    """The botctl command line for these inputs."""
+def botctl_argv(inputs: Inputs, comment_file: Path, since: str | None = None) -> list[str]:
+    """The botctl command line for these inputs (``since``: the revision to scope to)."""
     argv = [sys.executable, "-m", "botctl", inputs.command, *inputs.paths]
+    if since is not None and inputs.command in SCOPED:
+        argv += ["--changed-since", since]
     if inputs.state and inputs.command != "validate":
         argv += ["--state", inputs.state]
     if inputs.command in ("validate", "plan", "drift"):
@@ -96,8 +112,55 @@ def botctl_argv(inputs: Inputs, comment_file: Path) -> list[str]:
     return argv + list(inputs.args)
 
 
-def run(inputs: Inputs, comment_file: Path) -> Outcome:
-    argv = botctl_argv(inputs, comment_file)
+def scope(inputs: Inputs, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The revision to scope the command to, and a warning to show when it was to be scoped
+    and cannot be. ``auto``: a pull request's plan is scoped to the merge base of its base
+    commit and the checkout (the nightly drift and the apply on merge stay full); ``full``:
+    never; anything else: that revision, for any command that takes it."""
+    if inputs.command not in SCOPED or inputs.changed_since == "full":
+        return None, None
+    if inputs.changed_since != "auto":
+        return inputs.changed_since, None
+    if inputs.command != "plan" or environ.get("GITHUB_EVENT_NAME") not in PULL_REQUEST_EVENTS:
+        return None, None
+    base = _pull_request_base(environ.get("GITHUB_EVENT_PATH", ""))
+    if base is None:
+        return None, "the pull request's base commit is not in the event: planned in full"
+    found = _git("merge-base", base, "HEAD")
+    if found is None:  # a shallow checkout: fetch the base, then its history as needed
+        _git("fetch", "--no-tags", "--quiet", "--depth=50", "origin", base)
+        found = _git("merge-base", base, "HEAD")
+    if found is None:
+        _git("fetch", "--no-tags", "--quiet", "--unshallow", "origin")
+        found = _git("merge-base", base, "HEAD")
+    if found is None:
+        return None, (
+            f"no merge base of the pull request's base {base[:12]} and the checkout (check out "
+            "with fetch-depth: 0): planned in full"
+        )
+    return found, None
+
+
+def _pull_request_base(event_path: str) -> str | None:
+    try:
+        with open(event_path, encoding="utf-8") as handle:
+            event = json.load(handle)
+        sha = event["pull_request"]["base"]["sha"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def run(inputs: Inputs, comment_file: Path, since: str | None = None) -> Outcome:
+    argv = botctl_argv(inputs, comment_file, since)
     if inputs.command == "apply":
         code, output = stream_inert(argv)
         applied = sum(int(n) for n in _APPLIED.findall(output))
@@ -211,7 +274,10 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
     handle, name = tempfile.mkstemp(prefix=f"botctl-{inputs.command}-", suffix=".md", dir=directory)
     os.close(handle)
     comment_file = Path(name)  # empty: botctl writes it, or this step does
-    outcome = run(inputs, comment_file)
+    since, warning = scope(inputs, environ)
+    if warning is not None:
+        print(annotation("warning", warning, title="botctl action: changed-since"), flush=True)
+    outcome = run(inputs, comment_file, since)
     comment_file.write_text(outcome.comment, encoding="utf-8")
     if environ.get("GITHUB_STEP_SUMMARY"):
         with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
