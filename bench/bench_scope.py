@@ -13,7 +13,8 @@ limit (``--rate`` requests per second per key, on the attribute operations, as t
 v2 documents 100 per 10 s). Each run is the real CLI, a process of its own, timed from start
 to exit; the requests are counted in the sandbox's log:
 
-1. a pull request that changes one chatbot: ``plan --changed-since HEAD~1`` and the full plan;
+1. a pull request that changes one chatbot: ``plan --changed-since HEAD~1`` and the full plan,
+   then its merge applied with ``--changed-since HEAD~1``;
 2. one that changes the pilot Defaults: ``plan --changed-since HEAD~1``;
 3. a full apply of ``--apply-bots`` chatbots, each with one attribute to update: the share
    of the limit it sustains (rate-limited requests per second over the limit).
@@ -212,6 +213,10 @@ def main() -> None:
                 "HEAD~1",
             )
             measure("full plan  ", limited.url, limited.api_url, root, "plan", *paths)
+            measure(
+                "scoped apply", limited.url, limited.api_url, root, "apply", *paths,
+                "--changed-since", "HEAD~1", "--auto-approve",
+            )  # fmt: skip
             write_config(root, args.bots, args.pilot, temp=0.7)
             one.write_text(one.read_text().replace(before, "You help."))
             commit(root, "pilot defaults")

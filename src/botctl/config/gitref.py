@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from botctl.config.loader import SUFFIXES, load_fleet_from
-from botctl.config.project import PROJECT_FILE_NAMES, load_project
+from botctl.config.project import PROJECT_FILE_NAMES, Project, load_project
 from botctl.config.resolve import Fleet
 from botctl.config.yamlnodes import MAX_FILE_BYTES
 from botctl.errors import BotctlError, ConfigError
@@ -108,8 +108,10 @@ def _relative(root: Path, path: Path) -> str:
     return str(posix)
 
 
-def _listed(revision: Revision, relative: Sequence[str]) -> list[tuple[str, str]]:
-    """(path, blob id) of the configuration files under ``relative`` at the revision."""
+def _listed(revision: Revision, wanted: Sequence[tuple[Path, str]]) -> list[tuple[str, str]]:
+    """(name, blob id) of the configuration files at the revision under each wanted path
+    (as given, and as git names it), each named as the working tree's loader names it: the
+    path as given, joined with the file's place under it."""
     listing = _git(revision.root, "ls-tree", "-r", "-z", "--full-tree", revision.commit, "--")
     if listing.returncode != 0:
         raise RevisionError(f"--changed-since {revision.ref}: git ls-tree: {_said(listing)}")
@@ -122,20 +124,21 @@ def _listed(revision: Revision, relative: Sequence[str]) -> list[tuple[str, str]
         if kind == "blob" and mode in _BLOB_MODES:
             tree[raw.decode("utf-8", "surrogateescape")] = oid
     found: dict[str, str] = {}
-    for wanted in relative:
-        if wanted in tree:  # a file named as such: read whatever its suffix, as on disk
-            if PurePosixPath(wanted).name not in PROJECT_FILE_NAMES:
-                found[wanted] = tree[wanted]
+    names = sorted(tree)
+    for given, relative in wanted:
+        if relative in tree:  # a file named as such: read whatever its suffix, as on disk
+            if PurePosixPath(relative).name not in PROJECT_FILE_NAMES:
+                found.setdefault(str(given), tree[relative])
             continue
-        prefix = "" if wanted == "." else wanted + "/"
-        for name in sorted(tree):
+        prefix = "" if relative == "." else relative + "/"
+        for name in names:
             pure = PurePosixPath(name)
             if (
                 name.startswith(prefix)
                 and pure.suffix in SUFFIXES
                 and pure.name not in PROJECT_FILE_NAMES
             ):
-                found.setdefault(name, tree[name])
+                found.setdefault(str(given / name.removeprefix(prefix)), tree[name])
     return list(found.items())
 
 
@@ -177,28 +180,25 @@ def load_at_revision(
 ) -> AtRevision:
     """The configuration at ``revision``: of ``paths``, or, given the ``project_file`` the
     paths came from, of that file's paths as it was at the revision (when it existed)."""
-    relative = [_relative(revision.root, p) for p in paths]
+    given = list(paths)
     if project_file is not None:
         text = _project_text(revision, project_file)
         if text is not None:
             shown = Path(f"{revision.ref}:{_relative(revision.root, project_file)}")
             try:
-                project = load_project(shown, environ, text=text)
+                then = load_project(shown, environ, text=text)
             except ConfigError as exc:
                 return AtRevision(revision, None, _first_error(exc))
-            base = PurePosixPath(_relative(revision.root, project_file)).parent
-            if project.settings.paths:
-                relative = [
-                    os.path.normpath(str(base / p)).replace(os.sep, "/")
-                    for p in project.settings.paths
-                ]
+            if then.settings.paths:  # relative to the project file, as they were then
+                now = Project(project_file, then.settings, then.disabled_warnings)
+                given = list(now.paths)
             # A flag or the project file now may allow them; so may the file as it was then.
-            allow_unknown_models = allow_unknown_models or bool(project.settings.allowUnknownModels)
-    entries = _listed(revision, relative)
+            allow_unknown_models = allow_unknown_models or bool(then.settings.allowUnknownModels)
+    wanted = [(p, _relative(revision.root, p)) for p in given]
+    entries = _listed(revision, wanted)
     contents = _blobs(revision, [oid for _, oid in entries])
-    files = [
-        (f"{revision.ref}:{name}", data) for (name, _), data in zip(entries, contents, strict=True)
-    ]
+    # Named as in the working tree: a file unchanged since the revision is parsed once.
+    files = [(name, data) for (name, _), data in zip(entries, contents, strict=True)]
     try:
         fleet = load_fleet_from(files, environ=environ, allow_unknown_models=allow_unknown_models)
     except ConfigError as exc:

@@ -151,7 +151,27 @@ def _read(file: Path, problems: list[Problem]) -> bytes | None:
         return None
 
 
+# Files parsed in this process, by name and content: the configuration at a git revision
+# (--changed-since) is mostly the same files as the working tree's, parsed once. Parsed
+# documents are never changed (interpolation and resolution build new values).
+_PARSED: dict[tuple[str, bytes], tuple[list[LocatedDocument], list[Problem]]] = {}
+_PARSED_MAX = 20_000
+
+
 def _parse(file: str, data: bytes, problems: list[Problem]) -> list[LocatedDocument]:
+    key = (file, data)
+    hit = _PARSED.get(key)
+    if hit is None:
+        found: list[Problem] = []
+        hit = (_parse_new(file, data, found), found)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = hit
+    problems += hit[1]
+    return hit[0]
+
+
+def _parse_new(file: str, data: bytes, problems: list[Problem]) -> list[LocatedDocument]:
     if len(data) > MAX_FILE_BYTES:
         problems.append(Problem(file, 1, 1, FILE_TOO_LARGE))
         return []
