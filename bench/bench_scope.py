@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib
 import os
 import resource
 import subprocess
@@ -187,9 +188,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0)
     parser.add_argument("--no-headers", action="store_true")
     args = parser.parse_args()
-    import botctl
-
-    compileall.compile_dir(Path(botctl.__file__).parent, quiet=1, workers=0)
+    package = importlib.import_module("botctl")
+    compileall.compile_dir(Path(package.__file__ or ".").parent, quiet=1, workers=0)
     with tempfile.TemporaryDirectory(prefix="botctl-bench-scope-") as tmp:
         root, db = Path(tmp) / "config", str(Path(tmp) / "sandbox.db")
         root.mkdir()

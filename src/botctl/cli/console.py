@@ -260,6 +260,7 @@ class LimitWatch:
 
     LONG = 1.0  # a single wait this long is told at once
     EVERY = 10.0  # seconds of waiting between two lines off a terminal
+    SHOWN = 0.05  # seconds of waiting on a key's limit worth the closing line
 
     def __init__(self, *, live: bool, clock: Any = None) -> None:
         import time
@@ -270,37 +271,38 @@ class LimitWatch:
         self.stats = RequestStats()
         self.progress: Progress | None = None
         self.clock = clock or time.monotonic
-        self.waited: dict[str, float] = {}  # wall seconds some request of the key waited
         self._until: dict[str, float] = {}
+        self._waited = 0.0
         self._told = 0.0
+        self._shown = False  # a status line of ours is on the terminal
 
     def wait(self, key: str, seconds: float, reason: str) -> None:
         if reason != "limit":
             return
         now = self.clock()
         until = self._until.get(key, now)
-        end = now + seconds
-        self.waited[key] = self.waited.get(key, 0.0) + max(0.0, end - max(now, until))
-        self._until[key] = max(until, end)
-        total = self.waited[key]
-        text = f"waiting {seconds:.1f} s on the rate limit of ${key} ({total:.0f} s so far)"
+        self._waited += max(0.0, now + seconds - max(now, until))  # about: for the pace of lines
+        self._until[key] = max(until, now + seconds)
+        text = f"waiting {seconds:.1f} s on the rate limit of ${key}"
         if self.live:
             if self.progress is not None and self.progress.live:
                 self.progress.status(text)
             else:
                 click.echo(f"\r\x1b[K{inert(text)}", nl=False, err=True)
-        elif seconds >= self.LONG or total - self._told >= self.EVERY:
-            self._told = total
+                self._shown = True
+        elif seconds >= self.LONG or self._waited - self._told >= self.EVERY:
+            self._told = self._waited
             err(text)
 
     def report(self) -> None:
         """The closing line, when the run met the limit at all."""
-        if self.live and self.progress is None and self.waited:
+        if self._shown:
             click.echo("\r\x1b[K", nl=False, err=True)
         s = self.stats
-        if not (s.rate_limited or self.waited):
+        shown = {k: v for k, v in s.limit_wait.items() if v >= self.SHOWN}
+        if not (s.rate_limited or shown):
             return
-        waited = ", ".join(f"{v:.1f} s (${k})" for k, v in sorted(self.waited.items()))
+        waited = ", ".join(f"{v:.1f} s (${k})" for k, v in sorted(shown.items()))
         err(
             f"Requests: {s.total} sent, {s.failed} failed, {s.rate_limited} answered 429 "
             f"(rate limited); waited on the rate limit: {waited or 'never'}"

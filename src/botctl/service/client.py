@@ -343,6 +343,8 @@ class ServiceClient:
             attempt += 1
             waited = await self._pacer.acquire()  # not `+= await`: that reads before waiting
             self.stats.pace_wait += waited
+            if self._pacer.limit_waited:
+                self.stats.limit_wait[self.key_name] = self._pacer.limit_waited
             sent_at = self.retry.clock()
             try:
                 reply = await self._attempt(call, attempt)

@@ -47,6 +47,9 @@ class RequestStats:
     throttled: int = 0  # answers 429
     rate_limited: int = 0  # answers 429 (each retried, or the request failed)
     failed: int = 0  # requests that failed for good
+    # Wall seconds during which some request of a key waited on the service's limit, by the
+    # key's variable.
+    limit_wait: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -62,6 +65,8 @@ class RequestStats:
         self.throttled += other.throttled
         self.rate_limited += other.rate_limited
         self.failed += other.failed
+        for key, seconds in other.limit_wait.items():
+            self.limit_wait[key] = self.limit_wait.get(key, 0.0) + seconds
 
 
 class Pacer:
@@ -102,6 +107,9 @@ class Pacer:
         self._starts: deque[float] = deque(maxlen=_RECENT)
         self._generation = 0  # bumped when reserved turns no longer fit the pace
         self._slowed_at = float("-inf")  # when 429s last slowed the pace
+        self._waiting = 0  # requests waiting on the service's limit now
+        self._waiting_since = 0.0
+        self.limit_waited = 0.0  # wall seconds some request waited on the service's limit
         self._refused_at = 0.0  # the interval requests were refused at
         self._reserved_at = 0.0  # the interval turns were reserved at
 
@@ -164,6 +172,16 @@ class Pacer:
         self._learned *= _PROBE if near else _FASTER
         self._repace()
 
+    def _enter(self) -> None:
+        if not self._waiting:
+            self._waiting_since = self._clock()
+        self._waiting += 1
+
+    def _leave(self) -> None:
+        self._waiting -= 1
+        if not self._waiting:
+            self.limit_waited += self._clock() - self._waiting_since
+
     async def acquire(self) -> float:
         """Wait for this request's turn; returns the seconds waited.
 
@@ -184,21 +202,28 @@ class Pacer:
                 self._starts.append(now)
                 return waited
             left = slot - now
+            limit = gated or interval > self._floor
             if self._on_wait is not None:
-                limit = gated or interval > self._floor
                 self._on_wait(self._name, left, "limit" if limit else "pace")
-            if self._announced or self._learned:
-                generation = self._generation
-                while left > 0 and generation == self._generation:
-                    step = min(left, _STEP)
-                    await self._sleep(step)
-                    waited += step
-                    left -= step
-                if left > 0:
-                    continue  # the pace changed: reserve again
-            else:
-                await self._sleep(left)
-                waited += left
+            if limit:
+                self._enter()
+            try:
+                if self._announced or self._learned:
+                    generation = self._generation
+                    while left > 0 and generation == self._generation:
+                        step = min(left, _STEP)
+                        await self._sleep(step)
+                        waited += step
+                        left -= step
+                else:
+                    await self._sleep(left)
+                    waited += left
+                    left = 0.0
+            finally:
+                if limit:
+                    self._leave()
+            if left > 0:
+                continue  # the pace changed: reserve again
             # A gate raised while we slept (another response said "window exhausted")
             # applies to us too; otherwise our reserved slot has come.
             if self._blocked_until <= self._clock():
