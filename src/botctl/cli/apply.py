@@ -137,8 +137,8 @@ def apply(
             params.get(p) for p in ("paths", "targets", "selector", "excludes", "changed_since")
         ):
             raise click.UsageError(
-                "apply --plan takes no PATH, --target, -l, --exclude or --changed-since: the "
-                "plan is applied as reviewed"
+                "apply --plan takes no PATH, --target, -l or --exclude (nor --changed-since): "
+                "the plan is applied as reviewed"
             )
         params["paths"] = (plan_file,)
     ws = workspace(params)
