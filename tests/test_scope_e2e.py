@@ -360,3 +360,23 @@ def test_keys_outside_the_scope_are_not_read(bench: Bench, sandbox_factory: Any)
     result = b.run("plan", "--format", "json", "--changed-since", base, str(b.config_dir))
     assert result.exit_code == 0, result.output
     assert len(reads(b)) == 2  # the other account's list and bot-1's attributes only
+
+
+def test_a_chatbot_holding_a_secret_is_in_scope_only_when_it_changed(bench: Bench) -> None:
+    bench.env = {"PROMPT_TOKEN": "s3cr3t-token-value"}
+    bench.create_bot("bot-0")
+    bench.create_bot("bot-1")
+    secret = "name: Bot 0\nmodel: gpt-5-mini\ninstructions: Use ${secret:PROMPT_TOKEN} well."
+    bench.write("bot-0.yaml", bot_doc(0, settings=secret))
+    bench.write("bot-1.yaml", bot_doc(1))
+    assert bench.run("apply", "--auto-approve", str(bench.config_dir)).exit_code == 0
+    base = commit(bench.config_dir, "base")
+    bench.write("bot-1.yaml", bot_doc(1, settings="name: Bot 1\nmodel: gpt-5-mini\ntemp: 0.3"))
+    commit(bench.config_dir, "bot-1")
+    plan = scoped_plan(bench, base)
+    assert scope_of(plan) == {"bot-1": ["changed"]}  # its sealed record matches: applied
+    # A rotated secret: the same YAML at both revisions, but not what the state recorded.
+    bench.env = {"PROMPT_TOKEN": "rotated-token-value"}
+    plan = scoped_plan(bench, base)
+    assert scope_of(plan) == {"bot-0": ["pending"], "bot-1": ["changed"]}
+    assert "rotated-token-value" not in json.dumps(plan)
