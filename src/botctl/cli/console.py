@@ -240,6 +240,7 @@ class Progress:
         click.echo(f"{prefix}{inert(text)}")
         if self.live:
             click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+
     def status(self, text: str) -> None:
         """The status line, with ``text`` after the count (waiting on the rate limit)."""
         if self.live:
