@@ -259,11 +259,16 @@ async def make_drift(ws: Workspace) -> DriftReport:
         _require_key(state, fleet.desired, backend, create=False)
     desired, scope = scoped(ws, fleet, state)
     live, notes = await _read(ws, desired.bots)
-    return _drift_of(desired, live, state, ws, notes)
+    return _drift_of(desired, live, state, ws, notes, scope)
 
 
 def _drift_of(
-    desired: Desired, live: Live, state: State, ws: Workspace, notes: tuple[str, ...]
+    desired: Desired,
+    live: Live,
+    state: State,
+    ws: Workspace,
+    notes: tuple[str, ...],
+    scope: Scope | None = None,
 ) -> DriftReport:
     with collector_paused():
         report = compute_drift(desired, live, state)
