@@ -3,11 +3,19 @@ the HTTP stack (``botctl validate`` never loads it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from botctl.defaults import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
+from botctl.defaults import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RETRY_BASE_DELAY,
+    DEFAULT_RETRY_MAX_DELAY,
+    DEFAULT_SANDBOX_DB,
+)
 from botctl.service.pacing import RequestStats
+from botctl.service.redact import Redactor
 
 
 @dataclass(frozen=True)
@@ -23,12 +31,12 @@ class ServiceOptions:
     # Models the embedded sandbox accepts beside the contract's list: the configuration's
     # own when it is run with --allow-unknown-models, so that --sandbox agrees with it.
     sandbox_models: tuple[str, ...] = ()
-    max_attempts: int = 5
-    retry_base_delay: float = 0.5
-    retry_max_delay: float = 30.0
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # BOTCTL_RETRY_BASE_DELAY (tests)
+    retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY
     trace: Callable[[str], None] | None = None
     # When given, every client's request counts are added here as it closes (benchmarks).
     stats: RequestStats | None = None
-    # Values to redact like the keys from every message and trace (the configuration's
-    # ${secret:...} values; a live collection, filled once the configuration is loaded).
-    secrets: Collection[str] = ()
+    # What every message and trace masks besides the keys: the configuration's
+    # ${secret:...} values (built by the flow once it has loaded them).
+    redactor: Redactor = Redactor()
