@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
-from botctl.defaults import COMMENT_LIMIT
+from botctl.defaults import COMMENT_LIMIT as COMMENT_LIMIT  # re-exported
 from botctl.plan import FLAG_CUTS_OFF_USERS, Change, Plan, Unmanageable
 from botctl.reconcile.drift import CLASSES, DriftReport
 from botctl.reconcile.usage import usage_text

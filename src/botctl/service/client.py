@@ -53,7 +53,7 @@ from botctl.defaults import (
 from botctl.errors import ReadsUnavailable
 from botctl.service.inflate import ACCEPT_ENCODING
 from botctl.service.pacing import Pacer, RequestStats
-from botctl.service.redact import Redactor, check_api_key
+from botctl.service.redact import NOTHING_SECRET, Redactor, check_api_key
 from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
 from botctl.service.retry import (
     DEFAULT_RETRY,
@@ -132,7 +132,7 @@ class ServiceClient:
         rate_limit: float = 0.0,
         trace: Callable[[str], None] | None = None,
         max_connections: int = 32,
-        redactor: Redactor = Redactor(),
+        redactor: Redactor = NOTHING_SECRET,
         in_flight: InFlight | None = None,
         contact_reads: bool = True,
     ) -> None:

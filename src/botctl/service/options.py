@@ -15,7 +15,7 @@ from botctl.defaults import (
     DEFAULT_SANDBOX_DB,
 )
 from botctl.service.pacing import RequestStats
-from botctl.service.redact import Redactor
+from botctl.service.redact import NOTHING_SECRET, Redactor
 
 
 @dataclass(frozen=True)
@@ -39,4 +39,4 @@ class ServiceOptions:
     stats: RequestStats | None = None
     # What every message and trace masks besides the keys: the configuration's
     # ${secret:...} values (built by the flow once it has loaded them).
-    redactor: Redactor = Redactor()
+    redactor: Redactor = NOTHING_SECRET

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from botctl.errors import BotctlError
 from botctl.values import SECRET_MASK, mask_quoted, net_worthy, secret_forms
 
-__all__ = ["KEY_MASK", "SECRET_MASK", "Redactor", "check_api_key", "redact", "secret_forms"]
+__all__ = [
+    "KEY_MASK",
+    "NOTHING_SECRET",
+    "SECRET_MASK",
+    "Redactor",
+    "check_api_key",
+    "redact",
+    "secret_forms",
+]
 
 KEY_MASK = "***"
 
@@ -65,6 +73,9 @@ class Redactor:
             if form in text:
                 text = text.replace(form, mask)
         return mask_quoted(text, self.secrets)
+
+
+NOTHING_SECRET = Redactor()  # a client's own key is all it masks
 
 
 def check_api_key(env_name: str, value: str) -> None:
