@@ -16,7 +16,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from botctl.store.state import load_state
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 SAMPLE, SLOW_SUITE = 4, 50  # instants in the default run, and in the slow suite (-m slow)
@@ -57,11 +57,14 @@ def fresh_world(bench: Bench) -> None:
 
 
 def start_apply(bench: Bench, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url, "NO_COLOR": "1"}
-    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve", "--parallelism", "2"]
-    argv += [*extra, "--state", str(bench.state_path), str(bench.config_dir)]
-    return subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    args = ["apply", "--auto-approve", "--parallelism", "2"]
+    args += [*extra, "--state", str(bench.state_path), str(bench.config_dir)]
+    return launch.start(
+        *args,
+        env={"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -27,6 +27,7 @@ from botctl.store.backend import LockInfo, LostCompareAndSwap, StateBackend
 from botctl.store.backends import open_backend
 from botctl.store.lock import StateLock, break_lock, read_lock
 from botctl.store.state import StateWriter, load_state, read_state, save_state
+from tests import launch
 from tests.e2e_support import KEY, bot_yaml
 from tests.factories import operation
 from tests.store.conftest import MotoServer, StateUnderTest, make_state
@@ -386,16 +387,13 @@ def sandbox_config(bench_dir: Path, server: Any, bots: int = 3) -> Path:
 
 def spawn_apply(state: StateUnderTest, server: Any, config: Path, *extra: str) -> Any:
     env = {
-        **os.environ,
         **state.env,
         "BOTCTL_API_KEY": KEY,
         "BOTCTL_API_URL": server.api_url,
         "BOTCTL_STATE": state.url,
-        "NO_COLOR": "1",
     }
-    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve", "--parallelism", "1"]
-    return subprocess.Popen(
-        [*argv, *extra, str(config)],
+    return launch.start(
+        *["apply", "--auto-approve", "--parallelism", "1", *extra, str(config)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
