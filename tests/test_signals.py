@@ -11,7 +11,6 @@ BOTCTL_SIGNAL_INSTANTS=200 uv run pytest tests/test_signals.py -s   # any number
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -26,6 +25,7 @@ import pytest
 from botctl.store.state import load_state
 from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
+from tests.samples import sample_size
 
 SAMPLE, SLOW_SUITE = 4, 50  # instants in the default run, and in the slow suite (-m slow)
 BOTS = 5
@@ -179,10 +179,10 @@ def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
 
 
 def instants(config: pytest.Config) -> int:
-    """BOTCTL_SIGNAL_INSTANTS, else 50 when the slow suite runs (``-m slow``), else a sample."""
-    if "BOTCTL_SIGNAL_INSTANTS" in os.environ:
-        return int(os.environ["BOTCTL_SIGNAL_INSTANTS"])
-    return SLOW_SUITE if config.option.markexpr.strip() == "slow" else SAMPLE
+    """BOTCTL_SIGNAL_INSTANTS, else 50 in the long run (or the slow suite alone, ``-m slow``),
+    else a sample (``tests/samples.py``)."""
+    slow = config.option.markexpr.strip() == "slow"
+    return sample_size("BOTCTL_SIGNAL_INSTANTS", SAMPLE, SLOW_SUITE, slow_selected=slow)
 
 
 @pytest.mark.slow

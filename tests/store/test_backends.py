@@ -401,6 +401,11 @@ def spawn_apply(state: StateUnderTest, server: Any, config: Path, *extra: str) -
     )
 
 
+def quick(server: Any) -> None:
+    """No more added latency: the sandbox reads its configuration at each request."""
+    server.runtime.config.latency_ms = 0
+
+
 def held_by(backend: StateBackend, pid: int) -> LockInfo | None:
     holder = backend.read_lock()
     return holder if holder is not None and holder.pid == pid else None
@@ -420,6 +425,7 @@ def test_two_concurrent_applies_one_is_refused_one_waits(
         waiting = spawn_apply(state, server, config, "--lock-timeout", "300")
         _, errors = first.communicate(timeout=300)
         assert first.returncode == 0, errors
+        quick(server)  # the latency kept the first in its lock: the waiter need not wait more
         assert "no state at" in errors  # it started without any state
         waited_out, waited_err = waiting.communicate(timeout=300)
     assert refused.exit_code == 1
@@ -444,6 +450,7 @@ def test_a_killed_apply_leaves_valid_state_and_its_lock(
         until(lambda: backend.read().text, "the apply's first state write")
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
+    quick(server)  # the latency kept the victim mid-apply until the kill; no longer needed
 
     left = load_state(state.url)  # valid: never half-written
     assert left.lineage is not None
