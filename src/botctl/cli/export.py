@@ -15,7 +15,7 @@ from botctl.cli.options import (
     LOCK_TIMEOUT,
     STATE,
     BoundsGroup,
-    ProjectFile,
+    FoundProject,
     group,
     request_bounds,
     takes,
@@ -31,7 +31,7 @@ class ExportOptions:
     out: Path | None
     api_key_env: str
     api_url: str | None
-    config_file: ProjectFile  # for apiUrl and state
+    config_file: FoundProject  # for apiUrl and state
     sandbox: bool
     state_path: str
     lock_timeout: float

@@ -81,7 +81,7 @@ _PROJECT_NOTE = "or botctl.yaml's"
 
 
 @dataclass(frozen=True)
-class ProjectFile:
+class FoundProject:
     """``--config``'s value: the project file found and loaded (None without one). A broken
     file is kept as its error, raised when the command asks for the project, so that it is
     reported as the command reports errors (``validate --format github``: an annotation)."""
@@ -95,7 +95,7 @@ class ProjectFile:
         return self.found
 
 
-def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> ProjectFile:
+def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> FoundProject:
     """Loads the project file (--config / BOTCTL_CONFIG, else the nearest botctl.yaml) before
     any other option (it is eager), and hands its values to click as the defaults of the
     command's ``ProjectOption``s."""
@@ -110,7 +110,7 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
     except BotctlError as exc:
         if not param.expose_value:  # nothing will ask for it later: now
             raise
-        return ProjectFile(error=exc)
+        return FoundProject(error=exc)
     if found is not None:
         given = {
             p.name: found.value(p.project_field)
@@ -121,7 +121,7 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
             **(ctx.default_map or {}),
             **{name: v for name, v in given.items() if v is not None},
         }
-    return ProjectFile(found)
+    return FoundProject(found)
 
 
 def _selectors(
@@ -486,7 +486,7 @@ class ConfigGroup:
     """``config_options``: the configuration and which of its chatbots."""
 
     paths: tuple[Path, ...]
-    config_file: ProjectFile  # --config, loaded
+    config_file: FoundProject  # --config, loaded
     allow_unknown_models: bool
     disabled_warnings: frozenset[str]
     selection: SelectionGroup = group(SelectionGroup)
