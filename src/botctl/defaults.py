@@ -24,6 +24,7 @@ DEFAULT_RETRY_MAX_DELAY = 30.0
 # The base's override, for test suites (botctl's own sets it near 0 so retries cost no time).
 RETRY_BASE_DELAY_ENV = "BOTCTL_RETRY_BASE_DELAY"
 COMMENT_LIMIT = 60_000  # characters of a Markdown comment: GitHub refuses more than 65,536
+DEFAULT_ACCEPT_FOR = "7d"  # how long `drift --accept` acknowledges (a duration: 12h, 2w...)
 DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight
 STATE_KEY_ENV = "BOTCTL_STATE_KEY"  # the state key: fingerprints and state encryption
 OLD_STATE_KEY_ENV = "BOTCTL_OLD_STATE_KEY"  # `state rekey`: the key the state was made under

@@ -23,6 +23,7 @@ from botctl.cli.options import (
     takes,
     workspace,
 )
+from botctl.defaults import DEFAULT_ACCEPT_FOR
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -76,7 +77,7 @@ class DriftOptions:
     "--for",
     "accept_for",
     type=Duration(),
-    default="7d",
+    default=DEFAULT_ACCEPT_FOR,
     show_default=True,
     help="How long --accept acknowledges: 7d, 12h, 2w...",
 )
