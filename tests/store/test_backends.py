@@ -406,6 +406,15 @@ def quick(server: Any) -> None:
     server.runtime.config.latency_ms = 0
 
 
+def polling_for_lock(pid: int) -> bool:
+    """Whether process ``pid`` sleeps between two tries of the state lock: botctl's only
+    blocking sleep (``store.lock``), which Linux names in ``wchan``."""
+    try:
+        return "nanosleep" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
 def held_by(backend: StateBackend, pid: int) -> LockInfo | None:
     holder = backend.read_lock()
     return holder if holder is not None and holder.pid == pid else None
@@ -423,9 +432,15 @@ def test_two_concurrent_applies_one_is_refused_one_waits(
             state, "apply", "--auto-approve", str(config), env={"BOTCTL_API_URL": server.api_url}
         )
         waiting = spawn_apply(state, server, config, "--lock-timeout", "300")
+        # The latency keeps the first in its lock until the second waits for it; then the
+        # first may finish at once.
+        until(
+            lambda: first.poll() is not None or polling_for_lock(waiting.pid),
+            "the second apply waiting for the lock",
+        )
+        quick(server)
         _, errors = first.communicate(timeout=300)
         assert first.returncode == 0, errors
-        quick(server)  # the latency kept the first in its lock: the waiter need not wait more
         assert "no state at" in errors  # it started without any state
         waited_out, waited_err = waiting.communicate(timeout=300)
     assert refused.exit_code == 1
