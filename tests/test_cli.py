@@ -364,3 +364,26 @@ def test_every_project_field_is_one_option_of_plan() -> None:
         for p in command.params:
             if isinstance(p, ProjectOption):
                 assert p.project_field in ProjectFile.model_fields, (command.name, p.name)
+
+
+def test_the_retry_backoff_base_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BOTCTL_RETRY_BASE_DELAY (what test suites set) reaches the retry policy; a value that
+    is no number of seconds is a usage error naming the variable."""
+    from botctl.cli.options import build, service
+    from botctl.cli.plan import PlanOptions, plan
+    from botctl.defaults import DEFAULT_RETRY_BASE_DELAY, RETRY_BASE_DELAY_ENV
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(RETRY_BASE_DELAY_ENV)
+    default = build(PlanOptions, plan.make_context("plan", []).params)
+    assert service(default.service).retry_base_delay == DEFAULT_RETRY_BASE_DELAY
+    monkeypatch.setenv(RETRY_BASE_DELAY_ENV, "0.25")
+    given = build(PlanOptions, plan.make_context("plan", []).params)
+    assert service(given.service).retry_base_delay == 0.25
+    for bad in ("soon", "-1", "nan", "inf"):
+        result = invoke("plan", "bot.yaml", env={RETRY_BASE_DELAY_ENV: bad})
+        assert result.exit_code == 1, bad
+        assert f"{RETRY_BASE_DELAY_ENV}={bad!r}: give a number of seconds >= 0" in result.output
+        assert "Traceback" not in result.output

@@ -336,12 +336,24 @@ MAX_RESPONSE_BYTES = click.option(
     help="Largest answer botctl reads, after decompression (bytes, or with K, M, G: "
     "binary units) [env BOTCTL_MAX_RESPONSE_BYTES].",
 )
+
+
+def _seconds_from_environment(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise click.UsageError(f"{RETRY_BASE_DELAY_ENV}={value!r}: give a number of seconds >= 0")
+    return seconds
+
+
 # The retry policy's knob, for test suites: no flag, only its environment variable.
 RETRY_BASE_DELAY = click.option(
     "--retry-base-delay",
-    type=click.FloatRange(0),
-    default=DEFAULT_RETRY_BASE_DELAY,
+    default=str(DEFAULT_RETRY_BASE_DELAY),
     envvar=RETRY_BASE_DELAY_ENV,
+    callback=_seconds_from_environment,
     hidden=True,
 )
 request_bounds = stack(REQUEST_TIMEOUT, MAX_RESPONSE_BYTES, RETRY_BASE_DELAY)
