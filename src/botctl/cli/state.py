@@ -19,7 +19,7 @@ from botctl.cli.options import (
     LOCK_TIMEOUT,
     PATHS,
     STATE,
-    ProjectFile,
+    FoundProject,
     state_option,
     takes,
 )
@@ -245,7 +245,7 @@ def init_key(state_path: str, write: bool) -> int:
 @dataclass(frozen=True, kw_only=True)
 class RekeyOptions:
     paths: tuple[Path, ...]
-    config_file: ProjectFile
+    config_file: FoundProject
     allow_unknown_models: bool
     disabled_warnings: frozenset[str]
     state_path: str
