@@ -79,12 +79,13 @@ def run(
     env: Mapping[str, str] | None = None,
     inherit_env: bool = True,
     timeout: float = 120.0,
+    module: str = "botctl",
     script: bool = False,
     **options: Any,
 ) -> subprocess.CompletedProcess[str]:
-    """botctl run to the end, its output captured as text."""
+    """botctl (or its ``module``) run to the end, its output captured as text."""
     return subprocess.run(
-        argv(*args, script=script),
+        argv(*args, module=module, script=script),
         env=environment(env, inherit=inherit_env),
         capture_output=True,
         text=True,
