@@ -5,7 +5,8 @@ under three minutes on two cores), large in the long run.
         tests/test_signals.py
 
 runs each family at its long size; each family's own variable (``BOTCTL_FAULT_SCHEDULES``,
-``BOTCTL_FUZZ_EXAMPLES``, ``BOTCTL_SIGNAL_INSTANTS``) sets any number and wins over both.
+``BOTCTL_FUZZ_EXAMPLES``, ``BOTCTL_SIGNAL_INSTANTS``, ``BOTCTL_KILL_INSTANTS`` for a rename
+killed mid-way) sets any number and wins over both.
 """
 
 from __future__ import annotations
