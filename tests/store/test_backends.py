@@ -401,6 +401,15 @@ def spawn_apply(state: StateUnderTest, server: Any, config: Path, *extra: str) -
     )
 
 
+def answered_all(server: Any) -> bool:
+    """Whether the sandbox has answered every request it received (it finishes the ones a
+    client abandoned, as a service would)."""
+    import httpx
+
+    log = httpx.get(f"{server.url}/_sandbox/requests", timeout=10).json()["requests"]
+    return all(r["status"] is not None for r in log)
+
+
 def quick(server: Any) -> None:
     """No more added latency: the sandbox reads its configuration at each request."""
     server.runtime.config.latency_ms = 0
@@ -465,7 +474,10 @@ def test_a_killed_apply_leaves_valid_state_and_its_lock(
         until(lambda: backend.read().text, "the apply's first state write")
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
-    quick(server)  # the latency kept the victim mid-apply until the kill; no longer needed
+    # The latency kept the victim mid-apply until the kill. A request it sent may still be on
+    # its way through the sandbox: once the sandbox has answered it, none is needed.
+    until(lambda: answered_all(server), "the sandbox answering the dead apply's requests")
+    quick(server)
 
     left = load_state(state.url)  # valid: never half-written
     assert left.lineage is not None
