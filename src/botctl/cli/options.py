@@ -590,6 +590,18 @@ def takes(cls: type[T]) -> Callable[[Callable[[T], int]], Callable[..., int]]:
     return decorate
 
 
+def forwards(cls: type) -> Callable[[F], F]:
+    """For a command that takes another command's options and hands them on (``promote``:
+    ``apply``'s) through ``build(cls, ...)``: tests/test_cli.py checks its options against
+    ``cls``."""
+
+    def mark(func: F) -> F:
+        func.forwards_to = cls  # type: ignore[attr-defined]
+        return func
+
+    return mark
+
+
 def options_type(command: click.Command) -> type | None:
     """The dataclass a command's function takes (``takes``), if any."""
     return cast("type | None", getattr(command.callback, "options_type", None))
