@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from botctl.defaults import RETRY_BASE_DELAY_ENV
 from botctl.sandbox.config import SandboxConfig
 from botctl.sandbox.server import RunningSandbox, run_in_thread
+from tests.launch import TEST_RETRY_BASE_DELAY
 
 SandboxFactory = Callable[..., RunningSandbox]
 DEFAULT_KEYS = {"test-key": "standard"}
@@ -39,3 +41,12 @@ def sandbox_factory(tmp_path: Path) -> Iterator[SandboxFactory]:
 def sandbox(sandbox_factory: SandboxFactory) -> RunningSandbox:
     """A default sandbox: key "test-key" on the standard plan, documented reads."""
     return sandbox_factory()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _test_environment() -> Iterator[None]:
+    """botctl run in this process (CliRunner) retries as a child of ``tests.launch`` does:
+    without costing real seconds (the backoff base near zero)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(RETRY_BASE_DELAY_ENV, TEST_RETRY_BASE_DELAY)
+        yield

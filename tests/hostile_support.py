@@ -18,22 +18,19 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import resource
 import select
 import socket
 import socketserver
-import subprocess
-import sys
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from tests.launch import Run, run_measured
 
 # Printable ASCII, so a header can carry it, but escaped differently by JSON, repr and URLs.
 KEY = 'sk-hostile/0dd+"key"=\\x%41'
@@ -334,62 +331,15 @@ BEHAVIOURS: dict[str, Callable[[Exchange], None]] = {
 }
 
 
-# -- running botctl ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Run:
-    args: tuple[str, ...]
-    code: int
-    stdout: str
-    stderr: str
-    max_rss_mb: float  # the child's peak resident memory
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
+# -- running botctl: tests.launch.run_measured, under this address-space limit -------------------
 
 # A regression must fail the test, not take the machine: the child may not map more.
 ADDRESS_SPACE_LIMIT = 4 * GIB
 
 
 def run_botctl(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 180.0) -> Run:
-    """``python -m botctl ARGS`` in a child process; its own peak RSS from ``wait4``."""
-    out, err = cwd / f".stdout-{threading.get_ident()}", cwd / f".stderr-{threading.get_ident()}"
-    full_env = {"PATH": os.environ.get("PATH", ""), "NO_COLOR": "1", **env}
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "botctl", *args],
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            preexec_fn=_limit_address_space,
-        )
-        guard = threading.Timer(timeout, child.kill)
-        guard.start()
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            guard.cancel()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    try:
-        return Run(
-            tuple(args),
-            child.returncode,
-            out.read_text(errors="replace"),
-            err.read_text(errors="replace"),
-            usage.ru_maxrss / 1024,  # KiB on Linux
-        )
-    finally:
-        out.unlink()
-        err.unlink()
-
-
-def _limit_address_space() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+    """``python -m botctl ARGS`` in a child process (``tests.launch``), measured."""
+    return run_measured(args, env=env, cwd=cwd, timeout=timeout, address_space=ADDRESS_SPACE_LIMIT)
 
 
 def written_files(root: Path) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -235,39 +238,157 @@ PROJECT_TEXT = (
 )
 
 
-@pytest.mark.parametrize(
-    ("param", "given", "from_project", "default"),
-    [
-        ("api_url", "http://flag.test/api/v1", "http://project.test/api/v1", None),
-        ("parallelism", 5, 3, 8),
-        ("rate_limit", 2.5, 7, 0.0),
-        ("allow_unknown_models", False, True, False),
-        ("max_archives", 0, 9, 50),
-    ],
+PROJECT_OPTIONS_ENV = (
+    "BOTCTL_API_URL",
+    "BOTCTL_STATE",
+    "BOTCTL_CONFIG",
+    "BOTCTL_ALLOW_UNKNOWN_MODELS",
+    "BOTCTL_MAX_ARCHIVES",
 )
+
+
+def settled(argv: list[str], where: Path) -> dict[str, Any]:
+    """The options `botctl plan ARGV` runs with from ``where``: parsed by click, the project
+    file (if ``where`` has one above it) as its default_map, built into ``PlanOptions``."""
+    from botctl.cli.options import build
+    from botctl.cli.plan import PlanOptions, plan
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(where)
+        for name in PROJECT_OPTIONS_ENV:
+            patch.delenv(name, raising=False)
+        ctx = plan.make_context("plan", argv)
+    build(PlanOptions, ctx.params)  # every option has its field
+    return ctx.params
+
+
+@pytest.mark.parametrize(
+    ("param", "flag", "given", "from_project", "default"),
+    [
+        ("api_url", "--api-url=http://flag.test/api/v1", "http://flag.test/api/v1",
+         "http://project.test/api/v1", None),
+        ("parallelism", "--parallelism=5", 5, 3, 8),
+        ("rate_limit", "--rate-limit=2.5", 2.5, 7, 0.0),
+        ("allow_unknown_models", "--no-allow-unknown-models", False, True, False),
+        ("max_archives", "--max-archives=0", 0, 9, 50),
+    ],
+)  # fmt: skip
 def test_given_beats_the_project_file_which_beats_the_default(
-    tmp_path: Path, param: str, given: Any, from_project: Any, default: Any
+    tmp_path: Path, param: str, flag: str, given: Any, from_project: Any, default: Any
 ) -> None:
-    from botctl.cli.options import settled
-    from botctl.config.project import load_project
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "botctl.yaml").write_text(PROJECT_TEXT)
+    (tmp_path / "none").mkdir()
+    project = tmp_path / "project"
+    assert settled([flag], project)[param] == given  # even a falsy value given wins
+    assert settled([], project)[param] == from_project
+    assert settled([], tmp_path / "none")[param] == default
 
-    (tmp_path / "botctl.yaml").write_text(PROJECT_TEXT)
-    project = load_project(tmp_path / "botctl.yaml", {})
-    assert settled({param: given}, project)[param] == given  # even a falsy value given wins
-    assert settled({param: None}, project)[param] == from_project
-    assert settled({param: None}, None)[param] == default
 
-
-def test_the_project_state_is_relative_to_the_project_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from botctl.cli.options import settled
-    from botctl.config.project import load_project
-
+def test_the_project_state_is_relative_to_the_project_file(tmp_path: Path) -> None:
     (tmp_path / "botctl.yaml").write_text(PROJECT_TEXT)
     (tmp_path / "deep").mkdir()
-    monkeypatch.chdir(tmp_path / "deep")
-    project = load_project(tmp_path / "botctl.yaml", {})
-    assert settled({}, project)["state_path"] == Path("../s/state.json")
-    assert settled({"state_path": Path("x.json")}, project)["state_path"] == Path("x.json")
-    assert settled({}, None)["state_path"] == Path(".botctl/state.json")
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "botctl.yaml").write_text("apiVersion: botctl/v1\nkind: Project\n")
+    deep = tmp_path / "deep"
+    assert Path(settled([], deep)["state_path"]) == Path("../s/state.json")
+    assert Path(settled(["--state", "x.json"], deep)["state_path"]) == Path("x.json")
+    assert Path(settled([], tmp_path / "none")["state_path"]) == Path(".botctl/state.json")
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    found: list[tuple[str, click.Command]] = []
+    for name, command in sorted(group.commands.items()):
+        found.append((f"{prefix}{name}", command))
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix}{name} ")
+    return found
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(cli))
+def test_every_command_takes_exactly_its_options(name: str, command: click.Command) -> None:
+    """Each option reaches the command as a typed field of the same name: a command taking
+    ``**params`` (looked up by string) or an options class that misses one cannot pass."""
+    from botctl.cli.options import option_names, options_type
+
+    if command.callback is None:
+        return
+    given = sorted(p.name for p in command.params if p.expose_value and p.name)
+    cls = options_type(command)
+    if cls is not None:
+        assert sorted(option_names(cls)) == given
+        return
+    signature = inspect.signature(command.callback)
+    kinds = {p.kind for p in signature.parameters.values()}
+    forwarded = getattr(command.callback, "forwards_to", None)
+    if forwarded is not None:  # another command's options, handed on through build()
+        own = set(signature.parameters) - {"ctx", "params"}
+        assert set(given) - own <= set(option_names(forwarded)), name
+        return
+    assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{name} takes **params"
+    assert sorted(set(signature.parameters) - {"ctx"}) == given  # ctx: click.pass_context
+
+
+def test_a_renamed_option_is_an_error_not_false() -> None:
+    """The failure this guards against: an option renamed (here --no-reads to --no-read) while
+    the code still asks for the old name, which used to read as False."""
+    from botctl.cli.options import build, takes
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Options:
+        no_reads: bool
+
+    seen: list[Options] = []
+
+    @click.command()
+    @click.option("--no-read", "no_read", is_flag=True)
+    @takes(Options)
+    def command(o: Options) -> int:
+        seen.append(o)
+        return 0
+
+    with pytest.raises(TypeError, match=r"no option gives Options\.no_reads"):
+        command.main(["--no-read"], standalone_mode=False)
+    assert seen == []
+    with pytest.raises(TypeError, match="no field for the option"):
+        build(Options, {"no_reads": True, "no_read": True})
+    assert build(Options, {"no_reads": True}) == Options(no_reads=True)
+
+
+def test_every_project_field_is_one_option_of_plan() -> None:
+    """botctl.yaml's settings each reach click as the default of one option (its
+    ``project_field``), and each such option names a field the file has."""
+    from botctl.cli.options import ProjectOption
+    from botctl.cli.plan import plan
+    from botctl.config.project import ProjectFile
+
+    claimed = [p.project_field for p in plan.params if isinstance(p, ProjectOption)]
+    own = {"apiVersion", "kind", "paths", "lint"}  # read by the command itself
+    assert sorted(claimed) == sorted(set(ProjectFile.model_fields) - own)
+    for _, command in _commands(cli):
+        for p in command.params:
+            if isinstance(p, ProjectOption):
+                assert p.project_field in ProjectFile.model_fields, (command.name, p.name)
+
+
+def test_the_retry_backoff_base_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BOTCTL_RETRY_BASE_DELAY (what test suites set) reaches the retry policy; a value that
+    is no number of seconds is a usage error naming the variable."""
+    from botctl.cli.options import build, service
+    from botctl.cli.plan import PlanOptions, plan
+    from botctl.defaults import DEFAULT_RETRY_BASE_DELAY, RETRY_BASE_DELAY_ENV
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(RETRY_BASE_DELAY_ENV)
+    default = build(PlanOptions, plan.make_context("plan", []).params)
+    assert service(default.service).retry_base_delay == DEFAULT_RETRY_BASE_DELAY
+    monkeypatch.setenv(RETRY_BASE_DELAY_ENV, "0.25")
+    given = build(PlanOptions, plan.make_context("plan", []).params)
+    assert service(given.service).retry_base_delay == 0.25
+    for bad in ("soon", "-1", "nan", "inf"):
+        result = invoke("plan", "bot.yaml", env={RETRY_BASE_DELAY_ENV: bad})
+        assert result.exit_code == 1, bad
+        assert f"{RETRY_BASE_DELAY_ENV}={bad!r}: give a number of seconds >= 0" in result.output
+        assert "Traceback" not in result.output

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from click.testing import CliRunner
 
 from botctl.cli import cli
 from botctl.config.yamlnodes import MAX_FILE_BYTES
+from tests import launch
 from tests.e2e_support import Bench, bot_yaml
 
 ROOT = Path(__file__).parents[1]
@@ -112,13 +112,7 @@ def test_completing_never_contacts_the_service(config: Path, sandbox: Any) -> No
         "BOTCTL_API_URL": sandbox.api_url,
         "BOTCTL_API_KEY": "test-key",
     }
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "botctl")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = launch.run(env=env, script=True)
     assert done.returncode == 0, done.stderr
     assert "plain,support" in done.stdout.splitlines()
     assert bench.requests() == []
@@ -150,7 +144,9 @@ def test_the_bash_script_completes_in_a_real_bash(config: Path) -> None:
         "_botctl_completion botctl\n"
         'printf "%s\\n" "${COMPREPLY[@]}"\n'
     )
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = launch.environment(
+        {"PATH": f"{launch.entry_point().parent}{os.pathsep}{os.environ['PATH']}"}
+    )
     done = subprocess.run(
         ["bash", "--norc", "-c", script], env=env, capture_output=True, text=True, check=False
     )

@@ -3,13 +3,12 @@ latency, and connections dropped before and after the change, over a multi-bot, 
 configuration. For every schedule: the run converges or reports exactly what is left, a re-run
 converges, no attribute is ever created twice, and the state file agrees with the sandbox.
 
-BOTCTL_FAULT_SCHEDULES=200 uv run pytest tests/test_faults.py -s   # more schedules
+BOTCTL_FAULT_SCHEDULES=200 uv run pytest tests/test_faults.py -s   # more (tests/samples.py)
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from botctl.pipeline.workspace import Workspace
 from botctl.service.options import ServiceOptions
 from botctl.store.state import load_state
 from tests.e2e_support import bot_yaml
+from tests.samples import FAULT_SCHEDULES
 
-SCHEDULES = int(os.environ.get("BOTCTL_FAULT_SCHEDULES", "40"))
+SCHEDULES = FAULT_SCHEDULES  # tests/samples.py
 KEYS = {"key-a": "standard", "key-b": "standard"}
 ENVIRON = {"KEY_A": "key-a", "KEY_B": "key-b"}
 BOTS = [("alpha", "bot-a", "KEY_A"), ("beta", "bot-b", "KEY_A"), ("gamma", "bot-c", "KEY_B")]

@@ -6,7 +6,6 @@ run and are never written to."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from botctl.config.yamlnodes import (
 )
 from botctl.resources.attributes import read_live
 from tests.e2e_support import KEY, Bench
+from tests.samples import FUZZ_EXAMPLES
 
 BASE: dict[str, Any] = {
     "apiVersion": "botctl/v1",
@@ -137,7 +137,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @settings(
-    max_examples=int(os.environ.get("BOTCTL_FUZZ_EXAMPLES", "60")),
+    max_examples=FUZZ_EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -250,7 +250,7 @@ HOSTILE_YAML = st.one_of(
 
 
 @settings(
-    max_examples=int(os.environ.get("BOTCTL_FUZZ_EXAMPLES", "60")) // 2,
+    max_examples=FUZZ_EXAMPLES // 2,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -312,7 +312,7 @@ _bots = iter(range(10**9))
 
 
 @settings(
-    max_examples=int(os.environ.get("BOTCTL_FUZZ_EXAMPLES", "60")) // 2,
+    max_examples=FUZZ_EXAMPLES // 2,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -23,6 +23,7 @@ import yaml
 from botctl.cli import cli
 from botctl.github_action import InputError, Inputs, botctl_argv, set_outputs, stream_inert
 from botctl.render import COMMENT_LIMIT
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 from tests.github_runner import executed, names
 
@@ -145,6 +146,7 @@ def runner(bench: Bench, tmp_path: Path) -> Runner:
     bench.write("support.yaml", bot_yaml(attributes=ATTRS))
     assert shutil.which("uv"), "the action installs botctl with uv"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "BOTCTL_"))}
+    env.update(launch.TEST_ENV)  # the steps run botctl: with the test environment
     env.update(
         {"BOTCTL_API_URL": bench.api_url, "BOTCTL_API_KEY": KEY, "NO_COLOR": "1", "CI": "true"}
     )

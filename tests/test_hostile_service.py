@@ -20,11 +20,11 @@ from tests.hostile_support import (
     CHATBOT,
     KEY,
     HostileServer,
-    Run,
     hostile_server,
     run_botctl,
     written_files,
 )
+from tests.launch import Run
 
 MEMORY_LIMIT_MB = 500
 TIMEOUT = "0.5"  # --request-timeout: small, so that five dripping attempts end in seconds

@@ -3,10 +3,8 @@ without creating any attribute twice."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import pytest
 
 from botctl.store.state import load_state
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 ATTRS = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(6))
@@ -43,20 +42,14 @@ def test_sigkill_mid_apply_then_rerun_converges(
     for i in range(4):
         bench.create_bot(f"bot-{i}")
         bench.write(f"b{i}.yaml", bot_yaml(f"b{i}", f"bot-{i}", attributes=ATTRS))
-    env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url, "NO_COLOR": "1"}
-    argv = [
-        sys.executable,
-        "-m",
-        "botctl",
-        "apply",
-        "--auto-approve",
-        "--parallelism",
-        "2",
-        "--state",
-        str(bench.state_path),
-        str(bench.config_dir),
-    ]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["apply", "--auto-approve", "--parallelism", "2"]
+    args += ["--state", str(bench.state_path), str(bench.config_dir)]
+    proc = launch.start(
+        *args,
+        env={"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(kill_after)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)

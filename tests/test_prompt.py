@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 QUESTION = b"Apply these changes? [y/N]: "
@@ -23,13 +22,10 @@ class Terminal:
     """botctl apply with its standard streams on a pseudo-terminal."""
 
     def __init__(self, bench: Bench) -> None:
-        env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
-        env["NO_COLOR"] = "1"
+        env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
         self.master, slave = os.openpty()
-        argv = [sys.executable, "-m", "botctl", "apply", "--state", str(bench.state_path)]
-        self.proc = subprocess.Popen(
-            [*argv, str(bench.config_dir)], env=env, stdin=slave, stdout=slave, stderr=slave
-        )
+        args = ["apply", "--state", str(bench.state_path), str(bench.config_dir)]
+        self.proc = launch.start(*args, env=env, stdin=slave, stdout=slave, stderr=slave)
         os.close(slave)
         self.seen = b""
 

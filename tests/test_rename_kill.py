@@ -7,11 +7,9 @@ BOTCTL_KILL_INSTANTS=200 uv run pytest tests/test_rename_kill.py -s   # any numb
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,9 @@ import httpx
 import pytest
 
 from botctl.store.state import load_state
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
+from tests.samples import sample_size
 
 SAMPLE, SLOW_SUITE = 3, 50  # instants in the default run, and in the slow suite (-m slow)
 CARRIERS, OTHERS, ALREADY = 2400, 150, 50
@@ -29,9 +29,10 @@ EDITED = "edited by a person after the kill"
 
 
 def instants(config: pytest.Config) -> int:
-    if "BOTCTL_KILL_INSTANTS" in os.environ:
-        return int(os.environ["BOTCTL_KILL_INSTANTS"])
-    return SLOW_SUITE if config.option.markexpr.strip() == "slow" else SAMPLE
+    """BOTCTL_KILL_INSTANTS, else 50 in the long run (or the slow suite alone, ``-m slow``),
+    else a sample (``tests/samples.py``)."""
+    slow = config.option.markexpr.strip() == "slow"
+    return sample_size("BOTCTL_KILL_INSTANTS", SAMPLE, SLOW_SUITE, slow_selected=slow)
 
 
 def fresh_world(bench: Bench) -> None:
@@ -96,10 +97,13 @@ def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
 
 
 def start_apply(bench: Bench) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url, "NO_COLOR": "1"}
-    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve"]
-    argv += ["--state", str(bench.state_path), str(bench.config_dir)]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["apply", "--auto-approve", "--state", str(bench.state_path), str(bench.config_dir)]
+    return launch.start(
+        *args,
+        env={"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.slow

@@ -12,14 +12,13 @@ import hmac
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from botctl.values import secret_forms
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 from tests.hostile_support import hostile_server, run_botctl
 
@@ -141,13 +140,11 @@ def test_the_action_comment_file_job_summary_and_outputs(bench: Bench) -> None:
     )
     seen = []
     for command in ("plan", "drift"):
-        done = subprocess.run(
-            [sys.executable, "-m", "botctl.github_action"],
+        done = launch.run(
+            module="botctl.github_action",
             env={**env, "INPUT_COMMAND": command},
+            inherit_env=False,  # env: this environment without BOTCTL_*
             cwd=bench.workdir,
-            capture_output=True,
-            text=True,
-            check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
         seen += [done.stdout, done.stderr]

@@ -6,9 +6,7 @@ file botctl writes is readable by its owner only."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import launch
 from tests.e2e_support import Bench, bot_yaml
 
 SECRET_KEY = "sk-live-5up3r-s3cr3t-key-0123456789"
@@ -175,17 +174,15 @@ def test_the_lock_file_is_private_and_names_no_secret(sandbox_factory: Any, tmp_
     bench.create_bot("bot-1", account=SECRET_KEY)
     bench.write("bot.yaml", bot_yaml(settings="instructions: '${secret:PROMPT_TOKEN}'"))
     env = {
-        **os.environ,
         "BOTCTL_API_KEY": SECRET_KEY,
         "BOTCTL_API_URL": server.api_url,
         "PROMPT_TOKEN": SECRET_VALUE,
-        "NO_COLOR": "1",
     }
     lock = tmp_path / "state.json.lock"
-    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve"]
-    argv += ["--state", str(bench.state_path), str(bench.config_dir)]
-    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
-        while not lock.exists() and proc.poll() is None:
+    args = ["apply", "--auto-approve", "--state", str(bench.state_path), str(bench.config_dir)]
+    with launch.start(*args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
+        # The lock is created (O_EXCL), then its holder written: read it once it has one.
+        while not (lock.exists() and lock.stat().st_size) and proc.poll() is None:
             time.sleep(0.01)
         assert lock.exists(), "the apply ended before its lock was seen"
         mode, text = lock.stat().st_mode & 0o777, lock.read_text()

@@ -8,7 +8,6 @@ import hmac
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from tests import launch
 from tests.e2e_support import KEY
 
 GIT_ENV = {
@@ -113,11 +113,10 @@ class AgentProcess:
     """``botctl agent`` as a child process, its listener on a free loopback port."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        full = [sys.executable, "-m", "botctl", "agent", "--listen", "127.0.0.1:0"]
-        full += ["--log-format", "json", *argv]
-        self.proc = subprocess.Popen(
-            full,
-            env={**os.environ, "NO_COLOR": "1", **env},
+        args = ["agent", "--listen", "127.0.0.1:0", "--log-format", "json", *argv]
+        self.proc = launch.start(
+            *args,
+            env=env,
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

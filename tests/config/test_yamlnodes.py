@@ -3,9 +3,6 @@ errors that cost little, and the bounded composer builds exactly the nodes PyYAM
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from botctl.config.yamlnodes import (
     parse_documents,
 )
 from botctl.errors import ConfigError, Problem
+from tests import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 # What botctl composed with before the bounded composer: libyaml's when PyYAML has it.
@@ -61,16 +59,7 @@ def test_an_alias_bomb_costs_no_memory_in_the_real_cli(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(billion_laughs() + HEADER + "  settings:\n    initialMessages: *i\n")
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
-
-    result = subprocess.run(
-        [sys.executable, "-m", "botctl", "validate", str(path)],
-        capture_output=True,
-        text=True,
-        preexec_fn=limit,
-        check=False,
-    )
+    result = launch.run("validate", str(path), preexec_fn=launch.address_space_limit(2**30))
     assert result.returncode == 1, result.stderr
     assert "alias bomb" in result.stderr
     assert "Traceback" not in result.stderr
@@ -134,12 +123,7 @@ def test_deep_nesting_in_the_real_cli_is_a_located_error(tmp_path: Path, depth: 
     in a settings value gave a RecursionError traceback."""
     path = tmp_path / "deep.yaml"
     path.write_text(HEADER + "  settings:\n    name: " + "[" * depth + "]" * depth + "\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "botctl", "validate", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = launch.run("validate", str(path))
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
     assert f"{path}:7:" in result.stderr
     assert DEPTH_MESSAGE in result.stderr

@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
+from tests import launch
 
 from botctl.sandbox.cli import sandbox
 
 
 def test_serve_port_zero_prints_the_url(tmp_path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "botctl.sandbox.cli",
-        "serve",
-        "--port",
-        "0",
-        "--db",
-        str(tmp_path / "s.db"),
-        "--api-key",
-        "dev",
-    ]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = ["serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--api-key", "dev"]
+    proc = launch.start(
+        *args,
+        module="botctl.sandbox.cli",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

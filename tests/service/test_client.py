@@ -28,7 +28,7 @@ from botctl.errors import (
 )
 from botctl.service.client import RetryPolicy, ServiceClient
 from botctl.service.pacing import Pacer
-from botctl.service.redact import secret_forms
+from botctl.service.redact import Redactor, secret_forms
 from botctl.service.retry import parse_reset, parse_retry_after
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -896,7 +896,7 @@ def test_escaped_and_percent_encoded_forms_of_key_and_secrets_are_redacted(kind:
         transport=httpx.MockTransport(Script(echoes(kind))),
         retry=FakeTime().policy(max_attempts=1),
         trace=lines.append,
-        secrets={ODD_SECRET},
+        redactor=Redactor(secrets=frozenset({ODD_SECRET})),
     )
     error = catch(client, "update_settings", "bot1", {"instructions": f"say {ODD_SECRET}"})
     texts = [str(error), *lines]

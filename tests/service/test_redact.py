@@ -3,6 +3,7 @@ by the name of their variable, never by value."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from urllib.parse import quote, quote_plus
@@ -10,7 +11,14 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from botctl.errors import BotctlError
-from botctl.service.redact import api_key_problem, check_api_key, redact, secret_forms
+from botctl.service.redact import (
+    NOTHING_SECRET,
+    Redactor,
+    api_key_problem,
+    check_api_key,
+    redact,
+    secret_forms,
+)
 
 KEY = 'sk-live/0dd+"key"\\x=%41'
 SECRET = "tök€n with 'quotes'\n\tand more"
@@ -76,3 +84,18 @@ def test_check_api_key_names_the_variable_never_the_value() -> None:
         check_api_key("SUPPORT_BOT_KEY", "sk-visible-part\n")
     assert "$SUPPORT_BOT_KEY contains a line break" in str(info.value)
     assert "visible" not in str(info.value)
+
+
+def test_a_redactor_masks_what_it_was_given_and_never_shows_it() -> None:
+    redactor = Redactor(secrets=frozenset({SECRET}))
+    keyed = redactor.with_key(KEY)
+    text = f"{json.dumps(SECRET)} sent with Bearer {KEY!r}"
+    assert keyed(text) == redact(text, keys=[KEY], secrets=[SECRET])
+    assert SECRET not in keyed(text)
+    assert "***" in keyed(text)
+    assert redactor(f"Bearer {KEY}") == f"Bearer {KEY}"  # the key was added to a new one only
+    assert SECRET not in repr(keyed)
+    assert KEY not in repr(keyed)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        redactor.secrets = frozenset()  # type: ignore[misc]
+    assert NOTHING_SECRET("anything") == "anything"

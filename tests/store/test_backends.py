@@ -27,6 +27,7 @@ from botctl.store.backend import LockInfo, LostCompareAndSwap, StateBackend
 from botctl.store.backends import open_backend
 from botctl.store.lock import StateLock, break_lock, read_lock
 from botctl.store.state import StateWriter, load_state, read_state, save_state
+from tests import launch
 from tests.e2e_support import KEY, bot_yaml
 from tests.factories import operation
 from tests.store.conftest import MotoServer, StateUnderTest, make_state
@@ -386,21 +387,41 @@ def sandbox_config(bench_dir: Path, server: Any, bots: int = 3) -> Path:
 
 def spawn_apply(state: StateUnderTest, server: Any, config: Path, *extra: str) -> Any:
     env = {
-        **os.environ,
         **state.env,
         "BOTCTL_API_KEY": KEY,
         "BOTCTL_API_URL": server.api_url,
         "BOTCTL_STATE": state.url,
-        "NO_COLOR": "1",
     }
-    argv = [sys.executable, "-m", "botctl", "apply", "--auto-approve", "--parallelism", "1"]
-    return subprocess.Popen(
-        [*argv, *extra, str(config)],
+    return launch.start(
+        *["apply", "--auto-approve", "--parallelism", "1", *extra, str(config)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def answered_all(server: Any) -> bool:
+    """Whether the sandbox has answered every request it received (it finishes the ones a
+    client abandoned, as a service would)."""
+    import httpx
+
+    log = httpx.get(f"{server.url}/_sandbox/requests", timeout=10).json()["requests"]
+    return all(r["status"] is not None for r in log)
+
+
+def quick(server: Any) -> None:
+    """No more added latency: the sandbox reads its configuration at each request."""
+    server.runtime.config.latency_ms = 0
+
+
+def polling_for_lock(pid: int) -> bool:
+    """Whether process ``pid`` sleeps between two tries of the state lock: botctl's only
+    blocking sleep (``store.lock``), which Linux names in ``wchan``."""
+    try:
+        return "nanosleep" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
 
 
 def held_by(backend: StateBackend, pid: int) -> LockInfo | None:
@@ -420,6 +441,13 @@ def test_two_concurrent_applies_one_is_refused_one_waits(
             state, "apply", "--auto-approve", str(config), env={"BOTCTL_API_URL": server.api_url}
         )
         waiting = spawn_apply(state, server, config, "--lock-timeout", "300")
+        # The latency keeps the first in its lock until the second waits for it; then the
+        # first may finish at once.
+        until(
+            lambda: first.poll() is not None or polling_for_lock(waiting.pid),
+            "the second apply waiting for the lock",
+        )
+        quick(server)
         _, errors = first.communicate(timeout=300)
         assert first.returncode == 0, errors
         assert "no state at" in errors  # it started without any state
@@ -446,6 +474,10 @@ def test_a_killed_apply_leaves_valid_state_and_its_lock(
         until(lambda: backend.read().text, "the apply's first state write")
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
+    # The latency kept the victim mid-apply until the kill. A request it sent may still be on
+    # its way through the sandbox: once the sandbox has answered it, none is needed.
+    until(lambda: answered_all(server), "the sandbox answering the dead apply's requests")
+    quick(server)
 
     left = load_state(state.url)  # valid: never half-written
     assert left.lineage is not None
@@ -501,6 +533,7 @@ def test_an_apply_whose_lock_was_broken_loses_its_next_write(
     upload.write_text(doc(1, lineage="intruder"))
     pushed = run(state, "state", "push", "--force", str(upload))
     assert pushed.exit_code == 0, pushed.output
+    quick(server)  # the intruder is in: the victim may reach its next write at once
     _, errors = victim.communicate(timeout=300)
     assert victim.returncode == 1
     assert LOST in errors

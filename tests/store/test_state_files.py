@@ -9,7 +9,6 @@ import contextlib
 import errno
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from botctl.store.backends import path as path_backend
+from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 
 ATTRS = "- {name: plan_tier, type: text, label: Plan tier}\n- {name: seats, type: number}"
@@ -63,19 +63,8 @@ def test_unreadable_state_content_is_a_clear_error(
 def run_cli(bench: Bench, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in its own process, so that a hang fails the test (timeout) instead of
     hanging the suite."""
-    env = {
-        **os.environ,
-        "BOTCTL_API_KEY": KEY,
-        "BOTCTL_API_URL": bench.api_url,
-        "NO_COLOR": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "botctl", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
+    return launch.run(
+        *args, env={"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}, timeout=60
     )
 
 

@@ -8,26 +8,35 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
+from click.core import ParameterSource
 
 from botctl.cli.drift import Duration
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
     DISABLE_WARNING,
+    ConfigGroup,
+    FoundProject,
+    ProjectOption,
+    SafetyGroup,
+    SelectionGroup,
+    ServiceGroup,
+    build,
+    group,
     safety_options,
     selection_options,
     service_options,
+    takes,
     workspace,
 )
 from botctl.defaults import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_DRAIN_TIMEOUT,
-    DEFAULT_STATE_PATH,
     STATE_KEY_ENV,
 )
 from botctl.errors import EXIT_OK, BotctlError
@@ -72,6 +81,32 @@ def _urls(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) ->
 
 def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions:
+    source: str
+    interval: timedelta
+    auto_apply: bool
+    self_heal: bool
+    reassert_every: timedelta | None
+    listen: tuple[str, int]
+    webhook_secret_env: str | None
+    notify_urls: tuple[str, ...]
+    notify_on: frozenset[str]
+    log_format: Literal["text", "json"]
+    drain_timeout: float
+    lease: timedelta
+    backoff_max: timedelta
+    cache_dir: Path
+    acknowledged_file: Path | None
+    history: int
+    page_refresh: int
+    allow_unknown_models: bool
+    disabled_warnings: frozenset[str]
+    selection: SelectionGroup = group(SelectionGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    safety: SafetyGroup = group(SafetyGroup)
 
 
 @click.command()
@@ -198,7 +233,8 @@ def _seconds(value: timedelta | None) -> float | None:
 @selection_options
 @service_options
 @safety_options
-def agent(source: str, **params: Any) -> int:
+@takes(AgentOptions)
+def agent(o: AgentOptions) -> int:
     """Run the GitOps loop: pull SOURCE, reconcile it continuously.
 
     SOURCE is a directory, or a branch of a git repository: git+<url>#<branch>:<path>
@@ -227,63 +263,77 @@ def agent(source: str, **params: Any) -> int:
     from botctl.agent.notify import Notifier
     from botctl.agent.source import TOKEN_VARIABLE, GitSource, open_source
     from botctl.agent.status import AgentStatus
+    from botctl.config.project import load_project
     from botctl.store.backend import redact
     from botctl.store.backends import open_backend
     from botctl.store.lock import Lease
 
-    if params["self_heal"] and not params["auto_apply"]:
+    if o.self_heal and not o.auto_apply:
         raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
-    if params["reassert_every"] is not None and not params["self_heal"]:
+    if o.reassert_every is not None and not o.self_heal:
         raise click.UsageError("--reassert-every heals what no read can see: add --self-heal")
-    secret_env = params["webhook_secret_env"]
+    secret_env = o.webhook_secret_env
     if secret_env and not os.environ.get(secret_env):
         raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
-    host, port = params["listen"]
-    state = params.get("state_path") or os.fspath(DEFAULT_STATE_PATH)
+    host, port = o.listen
+    state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
     secrets: set[str] = set()
     variables = {DEFAULT_API_KEY_ENV, TOKEN_VARIABLE, STATE_KEY_ENV}
     variables.update([secret_env] if secret_env else [])
     redactor = Redactor(os.environ, variables, secrets)
-    log = Log(params["log_format"], lambda line: click.echo(line, err=True), redactor)
-    src = open_source(source, params["cache_dir"])
-    status = AgentStatus(src.description, history=params["history"])
+    log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
+    src = open_source(o.source, o.cache_dir)
+    status = AgentStatus(src.description, history=o.history)
 
-    base = {
-        k: v
-        for k, v in params.items()
-        if k not in ("listen", "notify_urls", "notify_on", "log_format", "cache_dir")
-    }
+    # An option given neither as a flag nor in the environment takes a revision's own
+    # botctl.yaml value (each revision may carry one), as every command takes its project
+    # file's; the state is --state's whatever the file says.
+    ctx = click.get_current_context()
+    given = dict(ctx.params)
+    open_to_project = [
+        p
+        for p in ctx.command.params
+        if isinstance(p, ProjectOption)
+        and p.name not in (None, "state_path")
+        and ctx.get_parameter_source(p.name) is ParameterSource.DEFAULT
+    ]
 
     def make_workspace(directory: Path) -> Any:
-        found = next((directory / n for n in PROJECT_FILES if (directory / n).is_file()), None)
-        ws = workspace(
-            {
-                **base,
-                "state_path": state,
-                "config_file": found,
-                "project_search": False,
-                "paths": () if found is not None else (directory,),
-            }
+        file = next((directory / n for n in PROJECT_FILES if (directory / n).is_file()), None)
+        found = load_project(file, os.environ) if file is not None else None
+        params = dict(given)
+        for p in open_to_project:
+            value = found.value(p.project_field) if found is not None else None
+            if value is not None and p.name is not None:
+                params[p.name] = p.type_cast_value(ctx, value)
+        revision = build(AgentOptions, params)
+        config = ConfigGroup(
+            paths=() if found is not None else (directory,),
+            config_file=FoundProject(found),
+            allow_unknown_models=revision.allow_unknown_models,
+            disabled_warnings=revision.disabled_warnings,
+            selection=revision.selection,
         )
-        # One set of secrets for every revision's workspace: the loader adds to it, the
-        # client and the redactor mask what it holds (those of older revisions too).
-        return replace(ws, secrets=secrets, service=replace(ws.service, secrets=secrets))
+        ws = workspace(config, revision.service, revision.safety)
+        # One set of secrets for every revision's workspace: the loader adds to it, and each
+        # run's client is handed a redactor of all it holds (those of older revisions too).
+        return replace(ws, secrets=secrets)
 
     settings = AgentSettings(
-        interval=params["interval"].total_seconds(),
-        auto_apply=params["auto_apply"],
-        self_heal=params["self_heal"],
-        reassert_every=_seconds(params["reassert_every"]),
-        backoff_max=params["backoff_max"].total_seconds(),
-        drain_timeout=params["drain_timeout"],
-        acknowledged=params["acknowledged_file"],
+        interval=o.interval.total_seconds(),
+        auto_apply=o.auto_apply,
+        self_heal=o.self_heal,
+        reassert_every=_seconds(o.reassert_every),
+        backoff_max=o.backoff_max.total_seconds(),
+        drain_timeout=o.drain_timeout,
+        acknowledged=o.acknowledged_file,
     )
-    lease = Lease(state, duration=params["lease"].total_seconds())
+    lease = Lease(state, duration=o.lease.total_seconds())
     notifier = Notifier(
-        tuple(params["notify_urls"]),
-        params["notify_on"],
+        o.notify_urls,
+        o.notify_on,
         redactor,
         log,
         status.metrics,
@@ -296,7 +346,7 @@ def agent(source: str, **params: Any) -> int:
         redactor,
         webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
         branch=src.branch if isinstance(src, GitSource) else None,
-        refresh=params["page_refresh"],
+        refresh=o.page_refresh,
     )
     try:
         sock = socket.create_server(

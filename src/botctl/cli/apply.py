@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,12 +14,18 @@ from botctl.cli.options import (
     CHANGED_SINCE,
     LOCK_TIMEOUT,
     REASSERT,
+    ConfigGroup,
+    ContactGroup,
+    SafetyGroup,
+    ServiceGroup,
     config_options,
     contact_options,
+    group,
     limit_watch,
     no_state_notice,
     safety_options,
     service_options,
+    takes,
     workspace,
 )
 from botctl.cli.tests_cmd import JUNIT, write_junit
@@ -35,6 +42,24 @@ NO_TERMINAL = (
     "no terminal to confirm on: pass --auto-approve, or apply a reviewed plan with "
     "`botctl apply --plan FILE` (made by `botctl plan --out FILE`); nothing was applied"
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplyOptions:
+    config: ConfigGroup = group(ConfigGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    safety: SafetyGroup = group(SafetyGroup)
+    contacts: ContactGroup = group(ContactGroup)
+    plan_file: Path | None
+    auto_approve: bool
+    lock_timeout: float
+    drain_timeout: float
+    reassert: bool
+    skip_missing: bool
+    run_tests: bool
+    rollback_on_failure: bool
+    junit_file: Path | None
+    changed_since: str | None
 
 
 @click.command()
@@ -80,15 +105,8 @@ NO_TERMINAL = (
 @service_options
 @safety_options
 @contact_options
-def apply(
-    plan_file: Path | None,
-    auto_approve: bool,
-    drain_timeout: float,
-    run_tests: bool,
-    rollback_on_failure: bool,
-    junit_file: Path | None,
-    **params: Any,
-) -> int:
+@takes(ApplyOptions)
+def apply(o: ApplyOptions) -> int:
     """Apply the configuration (or a saved plan) to the service.
 
     Shows the plan and asks for confirmation on a terminal; without a terminal it refuses to
@@ -122,6 +140,9 @@ def apply(
     def migration_line(op: Operation, now: MigrationProgress) -> str:
         return f"{op.bot.name}: {now.line(op.subject)}"
 
+    plan_file, auto_approve, drain_timeout = o.plan_file, o.auto_approve, o.drain_timeout
+    config = o.config
+    run_tests, rollback_on_failure, junit_file = o.run_tests, o.rollback_on_failure, o.junit_file
     if rollback_on_failure and not run_tests:
         raise click.UsageError("--rollback-on-failure needs --test")
     if junit_file is not None and not run_tests:
@@ -133,15 +154,23 @@ def apply(
             "part of the configuration, which a saved plan does not carry)"
         )
     if plan_file is not None:
-        if any(
-            params.get(p) for p in ("paths", "targets", "selector", "excludes", "changed_since")
-        ):
+        chosen = config.selection
+        if config.paths or chosen.targets or chosen.selector or chosen.excludes or o.changed_since:
             raise click.UsageError(
                 "apply --plan takes no PATH, --target, -l or --exclude (nor --changed-since): "
                 "the plan is applied as reviewed"
             )
-        params["paths"] = (plan_file,)
-    ws = workspace(params)
+        config = replace(config, paths=(plan_file,))
+    ws = workspace(
+        config,
+        o.service,
+        o.safety,
+        o.contacts,
+        lock_timeout=o.lock_timeout,
+        reassert=o.reassert,
+        skip_missing=o.skip_missing,
+        changed_since=o.changed_since,
+    )
     if plan_file is not None:
         saved = read_saved_plan(plan_file, ws.state_path)
     colour = colour_enabled()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,15 @@ from botctl.cli.options import (
     CHANGED_SINCE,
     COMMENT_OUT,
     FORMAT,
+    ConfigGroup,
+    ServiceGroup,
     config_options,
+    group,
     service_options,
+    takes,
     workspace,
 )
+from botctl.defaults import DEFAULT_ACCEPT_FOR
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -36,6 +42,18 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in ne
         if match is None or float(match[1]) <= 0:
             self.fail(f"{value!r} is not a duration such as 7d, 12h, 30m or 2w", param, ctx)
         return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriftOptions:
+    config: ConfigGroup = group(ConfigGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    fmt: str
+    comment_out: Path | None
+    acknowledged_file: Path | None
+    accept_file: Path | None
+    accept_for: timedelta
+    changed_since: str | None
 
 
 @click.command()
@@ -61,20 +79,14 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in ne
     "--for",
     "accept_for",
     type=Duration(),
-    default="7d",
+    default=DEFAULT_ACCEPT_FOR,
     show_default=True,
     help="How long --accept acknowledges: 7d, 12h, 2w...",
 )
 @COMMENT_OUT
 @CHANGED_SINCE
-def drift(
-    fmt: str,
-    comment_out: Path | None,
-    acknowledged_file: Path | None,
-    accept_file: Path | None,
-    accept_for: timedelta,
-    **params: Any,
-) -> int:
+@takes(DriftOptions)
+def drift(o: DriftOptions) -> int:
     """Report what differs between the service, the configuration and botctl's record.
 
     Every managed value is in sync or in exactly one class: changed outside (the service
@@ -97,8 +109,10 @@ def drift(
     from botctl.render import drift_summary, render_drift, render_drift_comment
     from botctl.store.acknowledgements import read_acknowledgements, write_acknowledgements
 
+    fmt, comment_out, accept_file = o.fmt, o.comment_out, o.accept_file
+    acknowledged_file, accept_for = o.acknowledged_file, o.accept_for
     now = datetime.now(UTC)
-    ws = workspace(params)
+    ws = workspace(o.config, o.service, changed_since=o.changed_since)
     with errors_as_annotations(fmt, "botctl drift"):
         entries = read_acknowledgements(acknowledged_file) if acknowledged_file else []
         report = acknowledge(run_async(make_drift(ws)), entries, now)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -14,12 +14,28 @@ from botctl.cli.options import (
     CONFIG,
     LOCK_TIMEOUT,
     STATE,
-    project,
+    BoundsGroup,
+    FoundProject,
+    group,
     request_bounds,
-    settled,
+    takes,
 )
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import EXIT_OK
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+    chatbot_ids: tuple[str, ...]
+    export_all: bool
+    out: Path | None
+    api_key_env: str
+    api_url: str | None
+    config_file: FoundProject  # for apiUrl and state
+    sandbox: bool
+    state_path: str
+    lock_timeout: float
+    bounds: BoundsGroup = group(BoundsGroup)
 
 
 @click.command()
@@ -43,17 +59,8 @@ from botctl.errors import EXIT_OK
 @STATE
 @LOCK_TIMEOUT
 @request_bounds
-def export(
-    chatbot_ids: tuple[str, ...],
-    export_all: bool,
-    out: Path | None,
-    api_key_env: str,
-    sandbox: bool,
-    lock_timeout: float,
-    request_timeout: float,
-    max_response_bytes: int,
-    **params: Any,
-) -> int:
+@takes(ExportOptions)
+def export(o: ExportOptions) -> int:
     """Write YAML for existing chatbots from what the service lets botctl read: adoption.
 
     Settings that cannot be read are listed in a comment of each document. With --out, the
@@ -70,15 +77,16 @@ def export(
     from botctl.pipeline.flows import read_for_export, record_export, write_exported
     from botctl.service.options import ServiceOptions
 
-    if bool(chatbot_ids) == export_all:
+    chatbot_ids, api_key_env, out, state_path = o.chatbot_ids, o.api_key_env, o.out, o.state_path
+    if bool(chatbot_ids) == o.export_all:
         raise click.UsageError("give CHATBOT_ID... or --all (not both)")
-    params = settled(params, project(params))  # --api-url, --state or botctl.yaml's
-    state_path = params["state_path"]
+    o.config_file.get()  # a broken botctl.yaml is an error, as for every command
     options = ServiceOptions(
-        api_url=params["api_url"],
-        sandbox=sandbox,
-        timeout=request_timeout,
-        max_response_bytes=max_response_bytes,
+        api_url=o.api_url,
+        sandbox=o.sandbox,
+        timeout=o.bounds.request_timeout,
+        max_response_bytes=o.bounds.max_response_bytes,
+        retry_base_delay=o.bounds.retry_base_delay,
     )
     bots = run_async(
         read_for_export(
@@ -92,7 +100,7 @@ def export(
         return EXIT_OK
     for path in write_exported(out, exported):
         click.echo(f"wrote {path}")
-    record_export(state_path, lock_timeout, exported, api_key_env)
+    record_export(state_path, o.lock_timeout, exported, api_key_env)
     from botctl.store.backends import describe
 
     click.echo(f"recorded the baseline of {len(exported)} chatbot(s) in {describe(state_path)}")

@@ -1,11 +1,11 @@
-"""Command-line options shared by several commands, each defined once, and the Workspace
-they build. Light to import: defaults come from ``botctl.defaults``, and everything else is
-imported when a command runs.
+"""Command-line options shared by several commands, each defined once, the typed groups a
+command receives them in, and the Workspace they build. Light to import: defaults come from
+``botctl.defaults``, and everything else is imported when a command runs.
 
 Where a run's settings come from, first found wins: the flag, its environment variable, the
-project file (botctl.yaml, ``config.project``), botctl's default. The options botctl.yaml can
-set are listed once, in ``FROM_PROJECT``; their click defaults are None so that "not given"
-can be told from "given the default".
+project file (botctl.yaml, ``config.project``), botctl's default: click's own order, the
+project file being loaded by the eager ``--config`` into click's ``default_map``. An option
+botctl.yaml may set says so where it is defined (``**from_project("apiUrl")``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import functools
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -23,20 +23,28 @@ from click.shell_completion import CompletionItem
 
 from botctl.cli.console import err
 from botctl.defaults import (
+    COMMENT_LIMIT,
+    DEFAULT_MAX_ARCHIVE_PERCENT,
     DEFAULT_MAX_ARCHIVES,
+    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_CONTACT_READS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_PARALLELISM,
+    DEFAULT_PERCENT_CAP_FROM,
     DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RETRY_BASE_DELAY,
     DEFAULT_STATE_PATH,
+    RETRY_BASE_DELAY_ENV,
 )
 
 if TYPE_CHECKING:
     from botctl.cli.console import LimitWatch
     from botctl.config.project import Project
     from botctl.config.selection import Requirement, Selection
+    from botctl.errors import BotctlError
     from botctl.pipeline.workspace import Workspace
     from botctl.reconcile.usage import ContactPolicy
+    from botctl.service.options import ServiceOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 # github: workflow-command annotations for GitHub Actions (see README "In CI").
@@ -54,24 +62,67 @@ def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-@dataclass(frozen=True)
-class FromProject:
-    """An option botctl.yaml may set: the click parameter, the file's field, botctl's default."""
+class ProjectOption(click.Option):
+    """An option botctl.yaml may set: ``project_field`` names the file's field. The project
+    file's values reach click as its ``default_map`` (see ``CONFIG``), so click's own order
+    holds: the flag, its environment variable, botctl.yaml, the option's default."""
 
-    param: str
-    field: str
-    default: Any
+    def __init__(self, *args: Any, project_field: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project_field = project_field
 
 
-FROM_PROJECT = (
-    FromProject("api_url", "apiUrl", None),
-    FromProject("state_path", "state", DEFAULT_STATE_PATH),
-    FromProject("parallelism", "parallelism", DEFAULT_PARALLELISM),
-    FromProject("rate_limit", "rateLimit", 0.0),
-    FromProject("allow_unknown_models", "allowUnknownModels", False),
-    FromProject("max_archives", "maxArchives", DEFAULT_MAX_ARCHIVES),
-)
+def from_project(field: str) -> dict[str, Any]:
+    """``click.option(..., **from_project("apiUrl"))``: the option botctl.yaml's ``field``
+    sets."""
+    return {"cls": ProjectOption, "project_field": field}
+
+
 _PROJECT_NOTE = "or botctl.yaml's"
+
+
+@dataclass(frozen=True)
+class FoundProject:
+    """``--config``'s value: the project file found and loaded (None without one). A broken
+    file is kept as its error, raised when the command asks for the project, so that it is
+    reported as the command reports errors (``validate --format github``: an annotation)."""
+
+    found: Project | None = None
+    error: BotctlError | None = None
+
+    def get(self) -> Project | None:
+        if self.error is not None:
+            raise self.error
+        return self.found
+
+
+def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> FoundProject:
+    """Loads the project file (--config / BOTCTL_CONFIG, else the nearest botctl.yaml) before
+    any other option (it is eager), and hands its values to click as the defaults of the
+    command's ``ProjectOption``s."""
+    from botctl.config.project import find_project, load_project
+    from botctl.errors import BotctlError
+
+    try:
+        if value is not None and not value.is_file():
+            raise BotctlError(f"--config {value}: no such file")
+        file = value or find_project(Path.cwd())
+        found = load_project(file, os.environ) if file is not None else None
+    except BotctlError as exc:
+        if not param.expose_value:  # nothing will ask for it later: now
+            raise
+        return FoundProject(error=exc)
+    if found is not None:
+        given = {
+            p.name: found.value(p.project_field)
+            for p in ctx.command.params
+            if isinstance(p, ProjectOption) and p.name is not None
+        }
+        ctx.default_map = {
+            **(ctx.default_map or {}),
+            **{name: v for name, v in given.items() if v is not None},
+        }
+    return FoundProject(found)
 
 
 def _selectors(
@@ -107,12 +158,15 @@ CONFIG = click.option(
     type=click.Path(path_type=Path, dir_okay=False),
     envvar="BOTCTL_CONFIG",
     metavar="FILE",
+    is_eager=True,  # before every option whose default it may give
+    callback=_project,
     help="Project file [env BOTCTL_CONFIG; default: botctl.yaml in the working directory or "
     "the nearest parent that has one].",
 )
 ALLOW_UNKNOWN_MODELS = click.option(
     "--allow-unknown-models/--no-allow-unknown-models",
-    default=None,
+    default=False,
+    **from_project("allowUnknownModels"),
     envvar="BOTCTL_ALLOW_UNKNOWN_MODELS",
     help="Accept a settings model missing from botctl's list (a warning, not an "
     "error): for models the service released after this botctl [env "
@@ -175,7 +229,9 @@ EXCLUDES = click.option(
 STATE = click.option(
     "--state",
     "state_path",
+    default=str(DEFAULT_STATE_PATH),
     metavar="PATH|URL",
+    **from_project("state"),
     envvar="BOTCTL_STATE",
     help="Where the state (what botctl last applied) lives: a file path, "
     "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE; default: "
@@ -193,6 +249,7 @@ STATE_ENCRYPTION = click.option(
 API_URL = click.option(
     "--api-url",
     envvar="BOTCTL_API_URL",
+    **from_project("apiUrl"),
     metavar="URL",
     help="Service base URL ending in /api/v1 [env BOTCTL_API_URL; default: "
     f"{_PROJECT_NOTE} apiUrl]. Keys come from BOTCTL_API_KEY or each document's apiKeyEnv, "
@@ -220,8 +277,8 @@ COMMENT_OUT = click.option(
     metavar="FILE",
     help="Also write the Markdown report as a pull-request or issue comment: it starts "
     "with a hidden marker (<!-- botctl:plan --> or <!-- botctl:drift -->) to find and "
-    "update one comment in place, and stays under 60,000 characters (summary and "
-    "archives first, the rest folded, '... N more changes' when cut).",
+    f"update one comment in place, and stays under {COMMENT_LIMIT:,} characters (summary "
+    "and archives first, the rest folded, '... N more changes' when cut).",
 )
 REASSERT = click.option(
     "--reassert",
@@ -276,19 +333,40 @@ REQUEST_TIMEOUT = click.option(
     envvar="BOTCTL_REQUEST_TIMEOUT",
     metavar="SECONDS",
     help="Deadline of one attempt of a request, from connecting to the last byte of the "
-    "answer; a request is tried at most 5 times [env BOTCTL_REQUEST_TIMEOUT].",
+    f"answer; a request is tried at most {DEFAULT_MAX_ATTEMPTS} times [env "
+    "BOTCTL_REQUEST_TIMEOUT].",
 )
 MAX_RESPONSE_BYTES = click.option(
     "--max-response-bytes",
     type=byte_size,
     default=DEFAULT_MAX_RESPONSE_BYTES,
     metavar="SIZE",
-    show_default="32MiB",
+    show_default=f"{DEFAULT_MAX_RESPONSE_BYTES >> 20}MiB",
     envvar="BOTCTL_MAX_RESPONSE_BYTES",
     help="Largest answer botctl reads, after decompression (bytes, or with K, M, G: "
     "binary units) [env BOTCTL_MAX_RESPONSE_BYTES].",
 )
-request_bounds = stack(REQUEST_TIMEOUT, MAX_RESPONSE_BYTES)
+
+
+def _seconds_from_environment(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise click.UsageError(f"{RETRY_BASE_DELAY_ENV}={value!r}: give a number of seconds >= 0")
+    return seconds
+
+
+# The retry policy's knob, for test suites: no flag, only its environment variable.
+RETRY_BASE_DELAY = click.option(
+    "--retry-base-delay",
+    default=str(DEFAULT_RETRY_BASE_DELAY),
+    envvar=RETRY_BASE_DELAY_ENV,
+    callback=_seconds_from_environment,
+    hidden=True,
+)
+request_bounds = stack(REQUEST_TIMEOUT, MAX_RESPONSE_BYTES, RETRY_BASE_DELAY)
 
 selection_options = stack(TARGETS, SELECTOR, EXCLUDES)
 config_options = stack(PATHS, CONFIG, ALLOW_UNKNOWN_MODELS, DISABLE_WARNING, selection_options)
@@ -313,12 +391,16 @@ service_options = stack(
     click.option(
         "--parallelism",
         type=click.IntRange(1, 64),
+        default=DEFAULT_PARALLELISM,
+        **from_project("parallelism"),
         help=f"Chatbots processed at once [default: {DEFAULT_PARALLELISM}, {_PROJECT_NOTE} "
         "parallelism].",
     ),
     click.option(
         "--rate-limit",
         type=click.FloatRange(0),
+        default=0.0,
+        **from_project("rateLimit"),
         metavar="N",
         help="Client-side pace: at most N requests per second per API key [default: 0 = off, "
         f"{_PROJECT_NOTE} rateLimit].",
@@ -329,12 +411,15 @@ safety_options = stack(
     click.option(
         "--force",
         is_flag=True,
-        help="Accept a plan that exceeds the safety caps (archiving more than 30% of a "
-        "chatbot's attributes, when it has at least 10, or more than --max-archives).",
+        help="Accept a plan that exceeds the safety caps (archiving more than "
+        f"{DEFAULT_MAX_ARCHIVE_PERCENT:g}% of a chatbot's attributes, when it has at least "
+        f"{DEFAULT_PERCENT_CAP_FROM}, or more than --max-archives).",
     ),
     click.option(
         "--max-archives",
         type=click.IntRange(0),
+        default=DEFAULT_MAX_ARCHIVES,
+        **from_project("maxArchives"),
         envvar="BOTCTL_MAX_ARCHIVES",
         help="Most attributes one run may archive across all chatbots [env "
         f"BOTCTL_MAX_ARCHIVES; default: {DEFAULT_MAX_ARCHIVES}, {_PROJECT_NOTE} maxArchives].",
@@ -354,6 +439,7 @@ contact_options = stack(
     click.option(
         "--max-contact-reads",
         type=click.IntRange(0),
+        default=DEFAULT_MAX_CONTACT_READS,
         metavar="N",
         envvar="BOTCTL_MAX_CONTACT_READS",
         help="Most contacts one run reads to count values; past it the count is unknown "
@@ -375,53 +461,185 @@ def no_state_notice(state: str | os.PathLike[str]) -> str:
     return f"no state at {describe(state)}: starting fresh"
 
 
-def project(params: dict[str, Any]) -> Project | None:
-    """The project file: --config / BOTCTL_CONFIG, else the nearest botctl.yaml."""
-    from botctl.config.project import find_project, load_project
-    from botctl.errors import BotctlError
-
-    file = params.get("config_file")
-    if file is not None and not file.is_file():
-        raise BotctlError(f"--config {file}: no such file")
-    # False: only the file given (the agent: a revision's own botctl.yaml, or none).
-    if file is None and params.get("project_search", True):
-        file = find_project(Path.cwd())
-    return load_project(file, os.environ) if file is not None else None
-
-
-def settled(params: dict[str, Any], found: Project | None) -> dict[str, Any]:
-    """``params`` with every option of ``FROM_PROJECT`` that was not given taken from the
-    project file, else from botctl's defaults."""
-    out = dict(params)
-    for option in FROM_PROJECT:
-        if out.get(option.param) is not None:
-            continue
-        value = found.value(option.field) if found is not None else None
-        out[option.param] = option.default if value is None else value
-    return out
-
-
 def state_option(func: F) -> F:
     """``--state`` and ``--config`` for a command that needs only the state's location: it is
-    called with ``state_path`` settled (the flag, BOTCTL_STATE, botctl.yaml's state, or the
-    default) and without ``config_file``."""
+    called with ``state_path`` (the flag, BOTCTL_STATE, botctl.yaml's state, or the default)."""
+    config = click.option(
+        "--config",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="BOTCTL_CONFIG",
+        metavar="FILE",
+        is_eager=True,
+        expose_value=False,  # a broken project file is an error at once
+        callback=_project,
+        help="Project file [env BOTCTL_CONFIG; default: the nearest botctl.yaml].",
+    )
+    return stack(STATE, config)(func)
 
-    @functools.wraps(func)
-    def settle(*args: Any, **kwargs: Any) -> Any:
-        given = {"state_path": kwargs.get("state_path"), "config_file": kwargs.pop("config_file")}
-        kwargs["state_path"] = os.fspath(settled(given, project(given))["state_path"])
-        return func(*args, **kwargs)
 
-    return stack(STATE, CONFIG)(cast(F, settle))
+# --- typed options -------------------------------------------------------------------------
+#
+# A command is called with one frozen dataclass (``takes``) built from its parsed options:
+# each option's parameter name is a field, the groups shared by several commands
+# (``ConfigGroup``...) are fields of their own (``group``). ``build`` refuses an option without
+# a field and a field without an option, so a renamed option is an error at its first run
+# (and in tests/test_cli.py for every command), never a value that silently reads as False.
+
+G = TypeVar("G")
+T = TypeVar("T")
 
 
-def selection(params: dict[str, Any]) -> Selection:
+def group(cls: type[G]) -> G:
+    """A field holding a group of options, built from the same parsed options."""
+    return cast(G, field(metadata={"group": cls}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectionGroup:
+    """--target, -l/--selector, --exclude."""
+
+    targets: tuple[str, ...]
+    selector: tuple[Requirement, ...]
+    excludes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigGroup:
+    """``config_options``: the configuration and which of its chatbots."""
+
+    paths: tuple[Path, ...]
+    config_file: FoundProject  # --config, loaded
+    allow_unknown_models: bool
+    disabled_warnings: frozenset[str]
+    selection: SelectionGroup = group(SelectionGroup)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundsGroup:
+    """``request_bounds``: the bounds of one request."""
+
+    request_timeout: float
+    max_response_bytes: int
+    retry_base_delay: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceGroup:
+    """``service_options``: the service, the state, and the pace."""
+
+    api_url: str | None
+    sandbox: bool
+    state_path: str
+    state_encryption: str | None  # "passphrase" or "none" for a new state; None: as it is
+    no_reads: bool
+    parallelism: int
+    rate_limit: float
+    debug: bool
+    bounds: BoundsGroup = group(BoundsGroup)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContactGroup:
+    """``contact_options``: contacts' values, for archives and renames."""
+
+    no_contact_reads: bool
+    max_contact_reads: int
+    allow_archive_with_values: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class SafetyGroup:
+    """``safety_options``."""
+
+    force: bool
+    max_archives: int
+
+
+def option_names(cls: type) -> list[str]:
+    """The parameter names ``cls`` takes, groups flattened."""
+    names: list[str] = []
+    for f in fields(cls):
+        inner = f.metadata.get("group")
+        names += option_names(inner) if inner is not None else [f.name]
+    return names
+
+
+def build(cls: type[T], params: dict[str, Any]) -> T:
+    """``cls`` from click's parameters: every field filled, every parameter used."""
+    left = dict(params)
+    built = _fill(cls, left)
+    if left:
+        raise TypeError(f"{cls.__name__} has no field for the option(s) {', '.join(sorted(left))}")
+    return built
+
+
+def _fill(cls: type[T], left: dict[str, Any]) -> T:
+    values: dict[str, Any] = {}
+    for f in fields(cast(Any, cls)):
+        inner = f.metadata.get("group")
+        if inner is not None:
+            values[f.name] = _fill(inner, left)
+        elif f.name in left:
+            values[f.name] = left.pop(f.name)
+        else:
+            raise TypeError(f"no option gives {cls.__name__}.{f.name}")
+    return cls(**values)
+
+
+def takes(cls: type[T]) -> Callable[[Callable[[T], int]], Callable[..., int]]:
+    """The command's function is called with one ``cls`` built from its options."""
+
+    def decorate(func: Callable[[T], int]) -> Callable[..., int]:
+        @functools.wraps(func)
+        def command(**params: Any) -> int:
+            return func(build(cls, params))
+
+        command.options_type = cls  # type: ignore[attr-defined]
+        return command
+
+    return decorate
+
+
+def forwards(cls: type) -> Callable[[F], F]:
+    """For a command that takes another command's options and hands them on (``promote``:
+    ``apply``'s) through ``build(cls, ...)``: tests/test_cli.py checks its options against
+    ``cls``."""
+
+    def mark(func: F) -> F:
+        func.forwards_to = cls  # type: ignore[attr-defined]
+        return func
+
+    return mark
+
+
+def options_type(command: click.Command) -> type | None:
+    """The dataclass a command's function takes (``takes``), if any."""
+    return cast("type | None", getattr(command.callback, "options_type", None))
+
+
+def selection(options: SelectionGroup) -> Selection:
     from botctl.config.selection import Selection
 
-    return Selection(
-        targets=tuple(params.get("targets") or ()),
-        selector=tuple(params.get("selector") or ()),
-        excludes=tuple(params.get("excludes") or ()),
+    return Selection(targets=options.targets, selector=options.selector, excludes=options.excludes)
+
+
+def service(options: ServiceGroup, sandbox: bool | None = None) -> ServiceOptions:
+    """How the run talks to the service (``debug`` traces every request to stderr)."""
+    from botctl.service.options import ServiceOptions
+
+    trace = (lambda line: err(f"debug: {line}")) if options.debug else None
+    watch = limit_watch()
+    return ServiceOptions(
+        api_url=options.api_url,
+        sandbox=options.sandbox,
+        rate_limit=options.rate_limit,
+        timeout=options.bounds.request_timeout,
+        max_response_bytes=options.bounds.max_response_bytes,
+        retry_base_delay=options.bounds.retry_base_delay,
+        no_reads=options.no_reads,
+        trace=trace,
+        stats=watch.stats,
+        on_wait=watch.wait,
     )
 
 
@@ -442,15 +660,24 @@ def limit_watch() -> LimitWatch:
     return watch
 
 
-def workspace(params: dict[str, Any]) -> Workspace:
+def workspace(
+    config: ConfigGroup,
+    service_group: ServiceGroup | None = None,
+    safety: SafetyGroup | None = None,
+    contacts: ContactGroup | None = None,
+    *,
+    strict: bool = False,
+    lock_timeout: float = 0.0,
+    reassert: bool = False,
+    skip_missing: bool = False,
+    changed_since: str | None = None,
+) -> Workspace:
     """The run's configuration from the options of the command and the project file."""
     from botctl.pipeline.workspace import Workspace
     from botctl.reconcile.safety import SafetyPolicy
-    from botctl.service.options import ServiceOptions
 
-    found = project(params)
-    params = settled(params, found)
-    paths = params.get("paths") or (found.paths if found is not None else ())
+    found = config.config_file.get()
+    paths = config.paths or (found.paths if found is not None else ())
     if not paths:
         where = (
             f"{found.file} has no paths"
@@ -461,52 +688,44 @@ def workspace(params: dict[str, Any]) -> Workspace:
             "give the configuration: one or more YAML files or directories, e.g. "
             f"`botctl plan bots/` ({where})"
         )
-    secrets: set[str] = set()
-    # The client redacts the keys and these secrets (every escaped form) from each line.
-    trace = (lambda line: err(f"debug: {line}")) if params.get("debug") else None
-    watch = limit_watch()
-    disabled = params.get("disabled_warnings") or frozenset()
-    return Workspace(
-        secrets=secrets,
+    project_disabled = found.disabled_warnings if found is not None else frozenset()
+    ws = Workspace(
         paths=paths,
         environ=os.environ,
-        state_path=params["state_path"],
-        state_encryption=params.get("state_encryption"),
-        service=ServiceOptions(
-            api_url=params["api_url"],
-            sandbox=bool(params.get("sandbox")),
-            rate_limit=params["rate_limit"],
-            timeout=params.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT,
-            max_response_bytes=params.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES,
-            no_reads=bool(params.get("no_reads")),
-            no_contact_reads=bool(params.get("no_contact_reads")),
-            trace=trace,
-            secrets=secrets,
-            stats=watch.stats,
-            on_wait=watch.wait,
-        ),
-        selection=selection(params),
-        allow_unknown_models=bool(params["allow_unknown_models"]),
-        disabled_warnings=disabled | (found.disabled_warnings if found else frozenset()),
-        strict=bool(params.get("strict")),
-        parallelism=params["parallelism"],
-        lock_timeout=params.get("lock_timeout") or 0.0,
-        policy=SafetyPolicy(max_archives=params["max_archives"]),
-        force=bool(params.get("force")),
-        reassert=bool(params.get("reassert")),
-        skip_missing=bool(params.get("skip_missing")),
-        contacts=contact_policy(params),
-        changed_since=params.get("changed_since") or None,
+        selection=selection(config.selection),
+        allow_unknown_models=config.allow_unknown_models,
+        disabled_warnings=config.disabled_warnings | project_disabled,
+        strict=strict,
+        lock_timeout=lock_timeout,
+        reassert=reassert,
+        skip_missing=skip_missing,
+        changed_since=changed_since or None,
         project_file=found.file if found is not None else None,
-        paths_from_project=not params.get("paths"),
+        paths_from_project=not config.paths,
     )
+    if service_group is not None:
+        ws = replace(
+            ws,
+            state_path=service_group.state_path,
+            state_encryption=service_group.state_encryption,
+            service=service(service_group),
+            parallelism=service_group.parallelism,
+        )
+    if safety is not None:
+        ws = replace(ws, policy=SafetyPolicy(max_archives=safety.max_archives), force=safety.force)
+    if contacts is not None:
+        ws = replace(
+            ws,
+            service=replace(ws.service, no_contact_reads=contacts.no_contact_reads),
+            contacts=contact_policy(contacts),
+        )
+    return ws
 
 
-def contact_policy(params: dict[str, Any]) -> ContactPolicy:
+def contact_policy(options: ContactGroup) -> ContactPolicy:
     from botctl.reconcile.usage import ContactPolicy
 
-    found = params.get("max_contact_reads")
     return ContactPolicy(
-        max_reads=DEFAULT_MAX_CONTACT_READS if found is None else int(found),
-        allow_archive_with_values=bool(params.get("allow_archive_with_values")),
+        max_reads=options.max_contact_reads,
+        allow_archive_with_values=options.allow_archive_with_values,
     )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,17 +15,37 @@ from botctl.cli.options import (
     COMMENT_OUT,
     FORMAT,
     REASSERT,
+    ConfigGroup,
+    ContactGroup,
+    SafetyGroup,
+    ServiceGroup,
     config_options,
     contact_options,
+    group,
     no_state_notice,
     safety_options,
     service_options,
+    takes,
     workspace,
 )
 from botctl.errors import EXIT_CHANGES, EXIT_OK
 
 if TYPE_CHECKING:
     from botctl.store.crypt import Cipher
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions:
+    config: ConfigGroup = group(ConfigGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    safety: SafetyGroup = group(SafetyGroup)
+    contacts: ContactGroup = group(ContactGroup)
+    fmt: str
+    reassert: bool
+    out: Path | None
+    comment_out: Path | None
+    detailed_exitcode: bool
+    changed_since: str | None
 
 
 @click.command()
@@ -47,13 +68,8 @@ if TYPE_CHECKING:
     help="Exit 2 when the plan has changes (0 when none, 1 on error); values only "
     "reasserted do not count.",
 )
-def plan(
-    fmt: str,
-    out: Path | None,
-    comment_out: Path | None,
-    detailed_exitcode: bool,
-    **params: Any,
-) -> int:
+@takes(PlanOptions)
+def plan(o: PlanOptions) -> int:
     """Show what apply would change, and how sure botctl is of each current value.
 
     Confidence: verified (read from the service now), assumed (what botctl last applied,
@@ -73,7 +89,15 @@ def plan(
     from botctl.render import render_plan, render_plan_comment
     from botctl.store.planfile import write_plan_file
 
-    ws = workspace(params)
+    fmt, out, comment_out = o.fmt, o.out, o.comment_out
+    ws = workspace(
+        o.config,
+        o.service,
+        o.safety,
+        o.contacts,
+        reassert=o.reassert,
+        changed_since=o.changed_since,
+    )
     with errors_as_annotations(fmt, "botctl plan"):
         result = run_async(make_plan(ws, saving=out is not None))
         if result.state_lineage is None:
@@ -88,7 +112,7 @@ def plan(
         missing = missing_error(result)
         if missing is not None:
             raise missing
-    return EXIT_CHANGES if detailed_exitcode and result.changed else EXIT_OK
+    return EXIT_CHANGES if o.detailed_exitcode and result.changed else EXIT_OK
 
 
 def _cipher(found: object | None) -> Cipher | None:

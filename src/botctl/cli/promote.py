@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from botctl.cli.apply import apply
+from botctl.cli.apply import ApplyOptions, apply
 from botctl.cli.console import err
-from botctl.cli.options import workspace
+from botctl.cli.options import build, forwards, workspace
 from botctl.errors import BotctlError
 
 _NOT_TAKEN = ("plan_file", "targets", "selector", "excludes")
@@ -45,6 +45,7 @@ def _stage(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
     help="The stage promoted to, as a label selector (e.g. stage=production).",
 )
 @click.pass_context
+@forwards(ApplyOptions)
 def promote(
     ctx: click.Context,
     /,
@@ -67,7 +68,17 @@ def promote(
     from botctl.pipeline.promote import promotion_problems
 
     (source_text, source), (_, target) = from_selector, to_selector
-    ws = workspace({**params, "selector": source, "targets": (), "excludes": ()})
+    # apply's options, built as apply builds them: a renamed one is an error, never False.
+    stage = build(ApplyOptions, {**params, "plan_file": None, **_only(source)})
+    ws = workspace(
+        stage.config,
+        stage.service,
+        stage.safety,
+        stage.contacts,
+        lock_timeout=stage.lock_timeout,
+        reassert=stage.reassert,
+        skip_missing=stage.skip_missing,
+    )
     problems, ready = promotion_problems(ws)
     if problems:
         raise BotctlError(
@@ -77,7 +88,10 @@ def promote(
             "tests (fix what failed first)."
         )
     err(f"{source_text}: {', '.join(ready)} run this revision and passed its tests.")
-    result: int = ctx.invoke(
-        apply, plan_file=None, selector=target, targets=(), excludes=(), **params
-    )
+    result: int = ctx.invoke(apply, plan_file=None, **_only(target), **params)
     return result
+
+
+def _only(selector: tuple[Any, ...]) -> dict[str, Any]:
+    """The selection of one stage: its label selector, no --target or --exclude."""
+    return {"selector": selector, "targets": (), "excludes": ()}

@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import click
 
 from botctl.cli.console import run_async
-from botctl.cli.options import LOCK_TIMEOUT, config_options, service_options, workspace
+from botctl.cli.options import (
+    LOCK_TIMEOUT,
+    ConfigGroup,
+    ServiceGroup,
+    config_options,
+    group,
+    service_options,
+    takes,
+    workspace,
+)
 from botctl.errors import EXIT_OK
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefreshOptions:
+    config: ConfigGroup = group(ConfigGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    lock_timeout: float
 
 
 @click.command()
 @config_options
 @service_options
 @LOCK_TIMEOUT
-def refresh(**params: Any) -> int:
+@takes(RefreshOptions)
+def refresh(o: RefreshOptions) -> int:
     """Record what the service verifiably holds as configured: a baseline for drift.
 
     Reads the service (never writes to it) and records in the state every declared value
@@ -32,9 +49,9 @@ def refresh(**params: Any) -> int:
     from botctl.reconcile.diff import missing_error
     from botctl.store.backends import describe
 
-    if params.get("no_reads"):
+    if o.service.no_reads:
         raise click.UsageError("refresh records what the service shows: it needs reads")
-    ws = workspace(params)
+    ws = workspace(o.config, o.service, lock_timeout=o.lock_timeout)
     where = describe(ws.state_path)
     outcome = run_async(run_refresh(ws))
     click.echo(

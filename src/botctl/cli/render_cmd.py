@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
 
 import click
 
 from botctl.cli.console import print_warnings
-from botctl.cli.options import config_options, workspace
+from botctl.cli.options import ConfigGroup, config_options, group, takes, workspace
 from botctl.errors import EXIT_OK
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    config: ConfigGroup = group(ConfigGroup)
+    fmt: str
 
 
 @click.command("render")
@@ -22,7 +28,8 @@ from botctl.errors import EXIT_OK
     show_default=True,
     help="yaml: annotated documents; json: documents and origins, for tools.",
 )
-def render(fmt: str, **params: Any) -> int:
+@takes(RenderOptions)
+def render(o: RenderOptions) -> int:
     """Print each chatbot fully resolved, and where every value came from.
 
     AttributeSets and Defaults applied, ${VAR}s interpolated, ${secret:...} values masked; each
@@ -37,9 +44,9 @@ def render(fmt: str, **params: Any) -> int:
     from botctl.config.annotate import annotated_yaml, resolved_json
     from botctl.pipeline.workspace import load_resolved
 
-    fleet = load_resolved(workspace(params))
+    fleet = load_resolved(workspace(o.config))
     print_warnings(fleet.warnings)
-    if fmt == "json":
+    if o.fmt == "json":
         document = resolved_json(fleet.bots, fleet.warnings)
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
     else:

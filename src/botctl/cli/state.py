@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from botctl.cli.options import (
     LOCK_TIMEOUT,
     PATHS,
     STATE,
-    project,
-    settled,
+    FoundProject,
     state_option,
+    takes,
 )
 from botctl.errors import EXIT_OK, StateError
 
@@ -241,6 +242,17 @@ def init_key(state_path: str, write: bool) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class RekeyOptions:
+    paths: tuple[Path, ...]
+    config_file: FoundProject
+    allow_unknown_models: bool
+    disabled_warnings: frozenset[str]
+    state_path: str
+    lock_timeout: float
+    forget: bool
+
+
 @state.command()
 @PATHS
 @CONFIG
@@ -254,7 +266,8 @@ def init_key(state_path: str, write: bool) -> int:
     help="Drop the fingerprints that cannot be matched (the old key is lost, or no "
     "configuration is given): botctl sends those values again at the next apply.",
 )
-def rekey(lock_timeout: float, forget: bool, **params: Any) -> int:
+@takes(RekeyOptions)
+def rekey(o: RekeyOptions) -> int:
     """Move the state's fingerprints under the state key set now; sends nothing.
 
     From a state of format 3 (fingerprints keyed with the salt stored in it), or from an old
@@ -265,22 +278,27 @@ def rekey(lock_timeout: float, forget: bool, **params: Any) -> int:
     Every chatbot of the configuration is matched (no selection: one left out would lose
     its fingerprints). A state encrypted at rest is encrypted again under the new key.
     """
-    from botctl.cli.options import workspace
+    from botctl.cli.options import ConfigGroup, SelectionGroup, workspace
     from botctl.pipeline.rekey import rekey_state
     from botctl.pipeline.workspace import load
 
+    config = ConfigGroup(
+        paths=o.paths,
+        config_file=o.config_file,
+        allow_unknown_models=o.allow_unknown_models,
+        disabled_warnings=o.disabled_warnings,
+        selection=SelectionGroup(targets=(), selector=(), excludes=()),  # every chatbot
+    )
     specs = None
     try:
-        ws = workspace(params)
+        ws = workspace(config)
     except click.UsageError:
-        if params.get("paths"):
+        if o.paths:
             raise
-        given = {"state_path": params.get("state_path"), "config_file": params.get("config_file")}
-        state_path = os.fspath(settled(given, project(given))["state_path"])
     else:
         specs = {bot.chatbot_id: bot for bot in load(ws).bots}
-        state_path = os.fspath(ws.state_path)
-    done = rekey_state(state_path, specs, os.environ, forget=forget, lock_timeout=lock_timeout)
+    state_path = o.state_path  # the flag, BOTCTL_STATE, botctl.yaml's state or the default
+    done = rekey_state(state_path, specs, os.environ, forget=o.forget, lock_timeout=o.lock_timeout)
     if not done.written:
         click.echo(f"The state at {done.where} is already under this key ({done.new_origin}).")
         return EXIT_OK

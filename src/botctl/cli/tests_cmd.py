@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
 from botctl.cli.console import err, run_async
-from botctl.cli.options import config_options, service_options, workspace
+from botctl.cli.options import (
+    ConfigGroup,
+    ServiceGroup,
+    config_options,
+    group,
+    service_options,
+    takes,
+    workspace,
+)
 
 TEST_NAMES = click.option(
     "--test",
@@ -36,6 +44,16 @@ def write_junit(path: Path, text: str) -> None:
         raise BotctlError(f"cannot write the JUnit report to {path}: {exc.strerror}") from None
 
 
+@dataclass(frozen=True, kw_only=True)
+class TestOptions:
+    __test__ = False  # not a test class (pytest collects names starting with Test)
+    config: ConfigGroup = group(ConfigGroup)
+    service: ServiceGroup = group(ServiceGroup)
+    fmt: str
+    test_names: tuple[str, ...]
+    junit_file: Path | None
+
+
 @click.command("test")
 @config_options
 @service_options
@@ -49,7 +67,8 @@ def write_junit(path: Path, text: str) -> None:
 )
 @TEST_NAMES
 @JUNIT
-def test(fmt: str, test_names: tuple[str, ...], junit_file: Path | None, **params: Any) -> int:
+@takes(TestOptions)
+def test(o: TestOptions) -> int:
     """Run the conversation tests (kind: ConversationTest) against the live chatbots.
 
     Each test's conversation is sent to each selected chatbot it covers through the chat
@@ -70,8 +89,9 @@ def test(fmt: str, test_names: tuple[str, ...], junit_file: Path | None, **param
     from botctl.pipeline.conversations import run_conversation_tests
     from botctl.render.tests import render_junit, render_tests_json, render_tests_text
 
-    ws = workspace(params)
-    report = run_async(run_conversation_tests(ws, test_names))
+    fmt, junit_file = o.fmt, o.junit_file
+    ws = workspace(o.config, o.service)
+    report = run_async(run_conversation_tests(ws, o.test_names))
     if fmt == "json":
         click.echo(render_tests_json(report), nl=False)
     else:

@@ -55,6 +55,7 @@ from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
 from botctl.service.live import read_live, refused_read_notes
 from botctl.service.options import ServiceOptions
+from botctl.service.redact import Redactor
 from botctl.store import crypt
 from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
@@ -498,13 +499,15 @@ def _reading_as_planned(ws: Workspace, saved: Plan) -> Workspace:
 
 
 def _service(ws: Workspace, bots: Sequence[BotSpec]) -> ServiceOptions:
-    """The run's service options. With --sandbox and --allow-unknown-models, the embedded
+    """The run's service options, with the redactor of every secret known so far (the
+    configuration's, a saved plan's). With --sandbox and --allow-unknown-models, the embedded
     sandbox accepts the configuration's own models too, as the validator did."""
+    options = replace(ws.service, redactor=Redactor(secrets=frozenset(ws.secrets)))
     if not (ws.service.sandbox and ws.allow_unknown_models):
-        return ws.service
+        return options
     models = {bot.settings.model for bot in bots if bot.settings.model}
     unknown = tuple(sorted(models - set(contract.SETTINGS_MODELS)))
-    return replace(ws.service, sandbox_models=unknown)
+    return replace(options, sandbox_models=unknown)
 
 
 def _refs(bots: Sequence[BotSpec]) -> list[BotRef]:

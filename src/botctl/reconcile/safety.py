@@ -7,7 +7,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from botctl.defaults import DEFAULT_MAX_ARCHIVE_PERCENT, DEFAULT_MAX_ARCHIVES
+from botctl.defaults import (
+    DEFAULT_MAX_ARCHIVE_PERCENT,
+    DEFAULT_MAX_ARCHIVES,
+    DEFAULT_PERCENT_CAP_FROM,
+)
 from botctl.errors import SafetyCapError
 from botctl.plan import Plan
 
@@ -18,7 +22,7 @@ class SafetyPolicy:
     ``min_attributes``, or more than ``max_archives`` across the run (None = no run cap)."""
 
     max_archive_percent: float = DEFAULT_MAX_ARCHIVE_PERCENT
-    min_attributes: int = 10
+    min_attributes: int = DEFAULT_PERCENT_CAP_FROM
     max_archives: int | None = DEFAULT_MAX_ARCHIVES
 
 

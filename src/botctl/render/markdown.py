@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
+from botctl.defaults import COMMENT_LIMIT as COMMENT_LIMIT  # re-exported
 from botctl.plan import FLAG_CUTS_OFF_USERS, SCOPE_REASONS, Change, Plan, Scope, Unmanageable
 from botctl.reconcile.drift import CLASSES, DriftReport
 from botctl.reconcile.usage import usage_text
@@ -27,8 +28,6 @@ from botctl.render.text import (
     warning_line,
 )
 
-# GitHub refuses a comment or issue body over 65,536 characters; this leaves room to spare.
-COMMENT_LIMIT = 60_000
 PLAN_MARKER = "<!-- botctl:plan -->"
 DRIFT_MARKER = "<!-- botctl:drift -->"
 CUTS_OFF = FLAG_TEXT[FLAG_CUTS_OFF_USERS]

@@ -35,7 +35,7 @@ import asyncio
 import functools
 import ssl
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
@@ -53,7 +53,7 @@ from botctl.defaults import (
 from botctl.errors import ReadsUnavailable
 from botctl.service.inflate import ACCEPT_ENCODING
 from botctl.service.pacing import OnWait, Pacer, RequestStats
-from botctl.service.redact import check_api_key, redact
+from botctl.service.redact import NOTHING_SECRET, Redactor, check_api_key
 from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
 from botctl.service.retry import (
     DEFAULT_RETRY,
@@ -115,8 +115,8 @@ class ServiceClient:
     client to at most that many requests per second across all concurrent calls (0 =
     unpaced; the service's announced window and its 429s pace it too). ``on_wait`` is told
     of each wait for a turn. ``trace`` receives one line per request and per response.
-    ``secrets`` are redacted like the key from every text this client produces (a live
-    collection: the configuration's ``${secret:...}`` values join it once it is loaded).
+    ``redactor`` masks, besides this client's key, what the run must never show (the
+    configuration's ``${secret:...}`` values) in every text this client produces.
     """
 
     def __init__(
@@ -133,7 +133,7 @@ class ServiceClient:
         rate_limit: float = 0.0,
         trace: Callable[[str], None] | None = None,
         max_connections: int = 32,
-        secrets: Collection[str] = (),
+        redactor: Redactor = NOTHING_SECRET,
         in_flight: InFlight | None = None,
         contact_reads: bool = True,
         on_wait: OnWait | None = None,
@@ -152,9 +152,9 @@ class ServiceClient:
         # Reads the deployment said it does not offer: (operation, status) -> how often.
         self.refused_reads: Counter[tuple[str, int]] = Counter()
         self._api_key = api_key
-        self._secrets = secrets
+        self._redact = redactor.with_key(api_key)
         self._trace = trace
-        self._say = Translator(self.base_url, key_name, timeout, self._scrub, secrets)
+        self._say = Translator(self.base_url, key_name, timeout, self._scrub, redactor.secrets)
         self._pacer = Pacer(rate_limit, retry.clock, retry.sleep, on_wait, key_name)
         self._http = httpx.AsyncClient(
             transport=transport,
@@ -444,7 +444,7 @@ class ServiceClient:
     def _scrub(self, text: str) -> str:
         # Belt and braces: nothing we format contains the key, but a service or proxy might
         # echo the Authorization header (or a secret of a body) back in what we quote.
-        return redact(text, (self._api_key,), self._secrets)
+        return self._redact(text)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ async def connect(
             max_response_bytes=options.max_response_bytes,
             reads=not options.no_reads,
             contact_reads=not options.no_contact_reads,
-            secrets=options.secrets,
+            redactor=options.redactor,
             in_flight=in_flight,
             retry=RetryPolicy(
                 max_attempts=options.max_attempts,

@@ -3,11 +3,19 @@ the HTTP stack (``botctl validate`` never loads it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from botctl.defaults import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SANDBOX_DB
+from botctl.defaults import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RETRY_BASE_DELAY,
+    DEFAULT_RETRY_MAX_DELAY,
+    DEFAULT_SANDBOX_DB,
+)
 from botctl.service.pacing import OnWait, RequestStats
+from botctl.service.redact import NOTHING_SECRET, Redactor
 
 
 @dataclass(frozen=True)
@@ -23,14 +31,14 @@ class ServiceOptions:
     # Models the embedded sandbox accepts beside the contract's list: the configuration's
     # own when it is run with --allow-unknown-models, so that --sandbox agrees with it.
     sandbox_models: tuple[str, ...] = ()
-    max_attempts: int = 5
-    retry_base_delay: float = 0.5
-    retry_max_delay: float = 30.0
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # BOTCTL_RETRY_BASE_DELAY (tests)
+    retry_max_delay: float = DEFAULT_RETRY_MAX_DELAY
     trace: Callable[[str], None] | None = None
     # When given, every client's request counts are added here as it closes (benchmarks,
     # the CLI's line on requests refused and waits on the limit).
     stats: RequestStats | None = None
     on_wait: OnWait | None = None  # told of each wait for the pace or the service's limit
-    # Values to redact like the keys from every message and trace (the configuration's
-    # ${secret:...} values; a live collection, filled once the configuration is loaded).
-    secrets: Collection[str] = ()
+    # What every message and trace masks besides the keys: the configuration's
+    # ${secret:...} values (built by the flow once it has loaded them).
+    redactor: Redactor = NOTHING_SECRET

@@ -13,27 +13,69 @@ built, naming the variable that holds it and never the value.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from botctl.errors import BotctlError
 from botctl.values import SECRET_MASK, mask_quoted, net_worthy, secret_forms
 
-__all__ = ["KEY_MASK", "SECRET_MASK", "check_api_key", "redact", "secret_forms"]
+__all__ = [
+    "KEY_MASK",
+    "NOTHING_SECRET",
+    "SECRET_MASK",
+    "Redactor",
+    "check_api_key",
+    "redact",
+    "secret_forms",
+]
 
 KEY_MASK = "***"
 
 
-def redact(text: str, keys: Iterable[str] = (), secrets: Iterable[str] = ()) -> str:
-    """``text`` with every form of each key as ``***`` and of each secret as ``(secret)``
-    (a secret shorter than ``values.MIN_MASKED_LENGTH`` is not looked for in text: see
+def _masks(keys: Iterable[str], secrets: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(form, mask) for every spelling of each key and secret, longest form first (a secret
+    shorter than ``values.MIN_MASKED_LENGTH`` is not looked for in text: see
     ``translate.Say.trace_body`` for where it is masked)."""
     masks = [(form, KEY_MASK) for key in keys for form in secret_forms(key)]
     masks += [
         (form, SECRET_MASK) for secret in net_worthy(secrets) for form in secret_forms(secret)
     ]
-    for form, mask in sorted(masks, key=lambda pair: len(pair[0]), reverse=True):
-        if form in text:
-            text = text.replace(form, mask)
-    return mask_quoted(text, secrets)
+    return tuple(sorted(masks, key=lambda pair: len(pair[0]), reverse=True))
+
+
+def redact(text: str, keys: Iterable[str] = (), secrets: Iterable[str] = ()) -> str:
+    """``text`` with every form of each key as ``***`` and of each secret as ``(secret)``."""
+    return Redactor(frozenset(keys), frozenset(secrets))(text)
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """What must never leave in a text, handed explicitly to whoever produces text (the HTTP
+    client): the API ``keys`` (shown as ``***``) and the ``secrets`` (``${secret:...}``
+    values, shown as ``(secret)``), in every spelling (``secret_forms``). Immutable: a run
+    builds one once it knows its secrets, and a client masks exactly what it was given."""
+
+    keys: frozenset[str] = frozenset()
+    secrets: frozenset[str] = frozenset()
+    _masks: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_masks", _masks(self.keys, self.secrets))
+
+    def __repr__(self) -> str:  # never the values
+        return f"Redactor({len(self.keys)} key(s), {len(self.secrets)} secret(s))"
+
+    def with_key(self, key: str) -> Redactor:
+        """This redactor, masking ``key`` too."""
+        return Redactor(self.keys | {key}, self.secrets)
+
+    def __call__(self, text: str) -> str:
+        for form, mask in self._masks:
+            if form in text:
+                text = text.replace(form, mask)
+        return mask_quoted(text, self.secrets)
+
+
+NOTHING_SECRET = Redactor()  # a client's own key is all it masks
 
 
 def check_api_key(env_name: str, value: str) -> None:

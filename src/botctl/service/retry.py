@@ -18,6 +18,8 @@ from typing import Literal
 
 import httpx
 
+from botctl.defaults import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BASE_DELAY, DEFAULT_RETRY_MAX_DELAY
+
 
 async def _real_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
@@ -37,9 +39,9 @@ class RetryPolicy:
     interpret HTTP dates and Unix-ms resets) exist for tests.
     """
 
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    base_delay: float = DEFAULT_RETRY_BASE_DELAY
+    max_delay: float = DEFAULT_RETRY_MAX_DELAY
     sleep: Callable[[float], Awaitable[None]] = _real_sleep
     random: Callable[[], float] = _random.random
     clock: Callable[[], float] = time.monotonic

@@ -61,7 +61,7 @@ class Translator:
     request_timeout: float
     scrub: Callable[[str], str]
     # The secrets, and the whole values that hold one: a body's string equal to one of them
-    # is masked where it stands (a live collection: the configuration's join once loaded).
+    # is masked where it stands (the client's ``Redactor.secrets``).
     exact: Collection[str] = ()
 
     # -- answers with an error status -------------------------------------------------------

@@ -142,8 +142,6 @@ class StateBackend(ABC):
     it as a context manager."""
 
     where: str
-    # Whether what the backend stores has file modes (created 0600 where it does).
-    has_file_modes: bool = False
     # How often a lock wait looks again, in seconds (remote looks cost a round trip).
     poll_interval: float = 0.1
 

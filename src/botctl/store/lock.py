@@ -242,7 +242,6 @@ class LeasedBackend(StateBackend):
         self.inner = inner
         self.lease = lease
         self.where = inner.where
-        self.has_file_modes = inner.has_file_modes
         self.poll_interval = inner.poll_interval
 
     def read(self) -> Snapshot:

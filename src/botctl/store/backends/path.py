@@ -42,8 +42,6 @@ def _version_of(data: bytes) -> str:
 
 
 class PathBackend(StateBackend):
-    has_file_modes = True
-
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock_path = lock_path_for(path)

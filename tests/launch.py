@@ -1,0 +1,150 @@
+"""The one way tests start botctl as a process of its own: as a user or a CI job runs it, so
+that signals, exit codes, a terminal, memory limits and hangs are real.
+
+Every child gets the test environment (``TEST_ENV``): no colour, and the retry policy's
+backoff base near zero (``BOTCTL_RETRY_BASE_DELAY``), so a run that retries costs no real
+seconds; the backoff's arithmetic is tested with a fake clock (``tests/service``). The same
+environment is set for in-process runs by ``tests/conftest.py``.
+
+- ``start``: a ``Popen`` to talk to (signals, a terminal, reading output as it comes);
+- ``run``: run to the end, output captured, a timeout that fails the test instead of hanging
+  the suite;
+- ``run_measured``: as ``run``, plus the child's own peak memory (``wait4``), optionally under
+  an address-space limit.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from botctl.defaults import RETRY_BASE_DELAY_ENV
+
+TEST_RETRY_BASE_DELAY = "0.001"  # seconds; still jittered and doubled, as in a real run
+TEST_ENV = {"NO_COLOR": "1", RETRY_BASE_DELAY_ENV: TEST_RETRY_BASE_DELAY}
+GIB = 1 << 30
+
+
+def environment(extra: Mapping[str, str] | None = None, *, inherit: bool = True) -> dict[str, str]:
+    """The child's environment: this process's (or only PATH when ``inherit`` is False), the
+    test environment, then ``extra``."""
+    base = dict(os.environ) if inherit else {"PATH": os.environ.get("PATH", "")}
+    return {**base, **TEST_ENV, **(extra or {})}
+
+
+def entry_point() -> Path:
+    """The ``botctl`` script installed beside this interpreter (what a shell runs)."""
+    return Path(sys.executable).parent / "botctl"
+
+
+def argv(*args: str, module: str = "botctl", script: bool = False) -> list[str]:
+    """``python -m MODULE ARGS``, or the installed script with ``script``."""
+    if script:
+        return [str(entry_point()), *args]
+    return [sys.executable, "-m", module, *args]
+
+
+def address_space_limit(limit: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child may not map more than ``limit`` bytes (a regression must
+    fail the test, not take the machine)."""
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def start(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = True,
+    module: str = "botctl",
+    **popen: Any,
+) -> subprocess.Popen[Any]:
+    """botctl started; ``popen`` as for ``subprocess.Popen`` (streams, ``text``, ``cwd``)."""
+    return subprocess.Popen(
+        argv(*args, module=module), env=environment(env, inherit=inherit_env), **popen
+    )
+
+
+def run(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = True,
+    timeout: float = 120.0,
+    module: str = "botctl",
+    script: bool = False,
+    **options: Any,
+) -> subprocess.CompletedProcess[str]:
+    """botctl (or its ``module``) run to the end, its output captured as text."""
+    return subprocess.run(
+        argv(*args, module=module, script=script),
+        env=environment(env, inherit=inherit_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **options,
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    args: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+    max_rss_mb: float  # the child's peak resident memory
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_measured(
+    args: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float = 180.0,
+    address_space: int | None = None,
+) -> Run:
+    """botctl run to the end with only PATH and ``env`` of this environment; its own peak RSS
+    from ``wait4``. Output goes through files in ``cwd`` (a pipe could fill and block it)."""
+    out, err = cwd / f".stdout-{threading.get_ident()}", cwd / f".stderr-{threading.get_ident()}"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        child = start(
+            *args,
+            env=env,
+            inherit_env=False,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            preexec_fn=address_space_limit(address_space) if address_space else None,
+        )
+        guard = threading.Timer(timeout, child.kill)
+        guard.start()
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            guard.cancel()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        return Run(
+            tuple(args),
+            child.returncode,
+            out.read_text(errors="replace"),
+            err.read_text(errors="replace"),
+            usage.ru_maxrss / 1024,  # KiB on Linux
+        )
+    finally:
+        out.unlink()
+        err.unlink()
