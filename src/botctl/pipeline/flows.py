@@ -111,12 +111,7 @@ async def _read(ws: Workspace, bots: Sequence[BotSpec]) -> tuple[Live, tuple[str
 async def make_plan(ws: Workspace, *, saving: bool = False) -> Plan:
     """The plan; ``saving``: it will be written to a file (``plan --out``), whose
     fingerprints need the state key (a local state's key file is created then)."""
-    fleet = load_resolved(ws)
-    with open_backend(ws.state_path) as backend:
-        state = load_state(backend)
-        _choose_encryption(state, ws, backend)
-        _require_key(state, fleet.desired, backend, create=saving)
-    desired, scope = scoped(ws, fleet, state)
+    desired, state, scope = _open_run(ws, create_key=saving)
     async with connect(_refs(desired.bots), ws.environ, _service(ws, desired.bots)) as clients:
         live = await read_live(desired.bots, clients, concurrency=ws.parallelism)
         notes = tuple(lint.coded(lint.READ_REFUSED, n) for n in refused_read_notes(clients))
@@ -252,13 +247,21 @@ def _scope_notes(scope: Scope | None) -> tuple[str, ...]:
     )
 
 
-async def make_drift(ws: Workspace) -> DriftReport:
+def _open_run(ws: Workspace, *, create_key: bool) -> tuple[Desired, State, Scope | None]:
+    """What a read-only run starts from: the configuration (narrowed to the scope of
+    ``--changed-since``, when given), the state with its key (``create_key``: a local
+    state's key file is made now, for a plan saved to a file), and the scope."""
     fleet = load_resolved(ws)
     with open_backend(ws.state_path) as backend:
         state = load_state(backend)
         _choose_encryption(state, ws, backend)
-        _require_key(state, fleet.desired, backend, create=False)
+        _require_key(state, fleet.desired, backend, create=create_key)
     desired, scope = scoped(ws, fleet, state)
+    return desired, state, scope
+
+
+async def make_drift(ws: Workspace) -> DriftReport:
+    desired, state, scope = _open_run(ws, create_key=False)
     live, notes = await _read(ws, desired.bots)
     return _drift_of(desired, live, state, ws, notes, scope)
 
