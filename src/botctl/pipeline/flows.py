@@ -286,8 +286,7 @@ def _drift_of(
 async def make_drift_and_plan(ws: Workspace) -> tuple[DriftReport, Plan]:
     """Drift and the plan, from one read of the service (the agent: drift classifies what
     can be read; the plan also holds what would be sent where nothing can be read)."""
-    desired = load(ws)
-    state = load_state(ws.state_path)
+    desired, state, _ = _open_run(ws, create_key=False)
     live, notes = await _read(ws, desired.bots)
     return _drift_of(desired, live, state, ws, notes), _compute_plan(
         desired, live, state, ws, notes
