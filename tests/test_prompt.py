@@ -61,6 +61,23 @@ def bench(sandbox: Any, tmp_path: Path) -> Bench:
     return b
 
 
+def assert_nothing_applied(bench: Bench) -> None:
+    """No write reached the service, and the state lock was released on the way out."""
+    assert bench.writes() == []
+    assert not bench.state_path.with_name("state.json.lock").exists()
+
+
+def interrupt_at(bench: Bench, instant: bytes) -> None:
+    """Ctrl-C once ``instant`` is on the terminal: exit 130, saying nothing was applied."""
+    terminal = Terminal(bench)
+    terminal.read_until(instant)
+    terminal.proc.send_signal(signal.SIGINT)
+    code, output = terminal.finish()
+    assert code == 130, output
+    assert "Interrupted by SIGINT: nothing was applied." in output
+    assert_nothing_applied(bench)
+
+
 def test_declining_at_the_prompt_applies_nothing_and_exits_1(bench: Bench) -> None:
     terminal = Terminal(bench)
     terminal.read_until(QUESTION)
@@ -68,19 +85,11 @@ def test_declining_at_the_prompt_applies_nothing_and_exits_1(bench: Bench) -> No
     code, output = terminal.finish()
     assert code == 1, output
     assert "Apply cancelled: nothing was applied." in output
-    assert bench.writes() == []
-    assert not bench.state_path.with_name("state.json.lock").exists()
+    assert_nothing_applied(bench)
 
 
 def test_ctrl_c_at_the_prompt_applies_nothing_and_exits_130(bench: Bench) -> None:
-    terminal = Terminal(bench)
-    terminal.read_until(QUESTION)
-    terminal.proc.send_signal(signal.SIGINT)
-    code, output = terminal.finish()
-    assert code == 130, output
-    assert "Interrupted by SIGINT: nothing was applied." in output
-    assert bench.writes() == []
-    assert not bench.state_path.with_name("state.json.lock").exists()
+    interrupt_at(bench, QUESTION)
 
 
 @pytest.mark.parametrize("round_", range(3))
@@ -93,14 +102,7 @@ def test_ctrl_c_at_any_instant_around_the_prompt_exits_130(
     """Repeated, because the bug this guards against was a race: a SIGINT landing after the
     question was written but before the read began left botctl waiting for a line forever
     (1 run in 3 or 4 under load), since only its Python-level handler was due."""
-    terminal = Terminal(bench)
-    terminal.read_until(instant)
-    terminal.proc.send_signal(signal.SIGINT)
-    code, output = terminal.finish()
-    assert code == 130, output
-    assert "Interrupted by SIGINT: nothing was applied." in output
-    assert bench.writes() == []
-    assert not bench.state_path.with_name("state.json.lock").exists()
+    interrupt_at(bench, instant)
 
 
 def test_end_of_input_at_the_prompt_aborts_and_applies_nothing(bench: Bench) -> None:
@@ -110,8 +112,7 @@ def test_end_of_input_at_the_prompt_aborts_and_applies_nothing(bench: Bench) -> 
     code, output = terminal.finish()
     assert code == 1, output
     assert "Aborted: nothing was applied." in output
-    assert bench.writes() == []
-    assert not bench.state_path.with_name("state.json.lock").exists()
+    assert_nothing_applied(bench)
 
 
 def test_an_unclear_answer_is_asked_again(bench: Bench) -> None:
