@@ -23,11 +23,10 @@ import hmac
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +35,14 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.agent.support import AgentProcess, GitRemote
 
+from sandbox_server import sandbox_server
+
 KEY = "bench-key"
 SECRET = "bench-hook-secret"
 
 
-@contextlib.contextmanager
-def sandbox_process(work: Path, latency_ms: int) -> Iterator[str]:
-    command = [sys.executable, "-m", "botctl.sandbox.cli", "serve", "--port", "0"]
-    command += ["--db", str(work / "sandbox.db"), "--latency-ms", str(latency_ms)]
-    command += ["--api-key", f"{KEY}:unlimited"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[2]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def sandbox_process(work: Path, latency_ms: int) -> contextlib.AbstractContextManager[str]:
+    return sandbox_server(work, latency_ms, ["--api-key", f"{KEY}:unlimited"])
 
 
 def bot(n: int, temp: float) -> str:

@@ -22,11 +22,8 @@ import argparse
 import asyncio
 import contextlib
 import math
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +34,7 @@ from botctl.pipeline.flows import apply_unattended
 from botctl.pipeline.workspace import Workspace
 from botctl.service.options import ServiceOptions
 from botctl.service.pacing import RequestStats
+from sandbox_server import sandbox_server
 
 KEY = "bench-key"
 CONFIG = """apiVersion: botctl/v1
@@ -50,19 +48,10 @@ spec:
 """
 
 
-@contextlib.contextmanager
-def sandbox_process(work: Path, latency_ms: int, rate: float) -> Iterator[str]:
-    """The sandbox in its own process: it must not share botctl's GIL."""
-    command = [sys.executable, "-m", "botctl.sandbox.cli", "serve", "--port", "0"]
-    command += ["--db", str(work / "sandbox.db"), "--latency-ms", str(latency_ms)]
-    command += ["--rate-limit", str(rate), "--api-key", KEY]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[2]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def sandbox_process(
+    work: Path, latency_ms: int, rate: float
+) -> contextlib.AbstractContextManager[str]:
+    return sandbox_server(work, latency_ms, ["--rate-limit", str(rate), "--api-key", KEY])
 
 
 def run_regime(name: str, args: argparse.Namespace, server_rate: float, client_rate: float) -> None:

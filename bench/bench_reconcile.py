@@ -18,12 +18,10 @@ import argparse
 import contextlib
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from botctl.reconcile.diff import compute_plan
 from botctl.resources.settings import ChatbotSettings
 from botctl.service.options import ServiceOptions
 from botctl.service.pacing import RequestStats
+from sandbox_server import sandbox_server
 
 
 @dataclass
@@ -105,32 +104,13 @@ class RequestCounter:
         return counts
 
 
-@contextlib.contextmanager
-def sandbox_process(work: Path, args: argparse.Namespace, keys: list[str]) -> Iterator[str]:
-    """The sandbox in its own process, as users run it: it must not share botctl's GIL."""
-    command = [
-        sys.executable,
-        "-m",
-        "botctl.sandbox.cli",
-        "serve",
-        "--port",
-        "0",
-        "--db",
-        str(work / "sandbox.db"),
-        "--latency-ms",
-        str(args.latency_ms),
-        "--rate-limit",
-        str(args.server_rate),
-    ]
+def sandbox_process(
+    work: Path, args: argparse.Namespace, keys: list[str]
+) -> contextlib.AbstractContextManager[str]:
+    options = ["--rate-limit", str(args.server_rate)]
     for key in keys:
-        command += ["--api-key", key]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[2]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        options += ["--api-key", key]
+    return sandbox_server(work, args.latency_ms, options)
 
 
 def lower_bound(
