@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from botctl.sandbox.server import RunningSandbox
@@ -262,8 +263,6 @@ def test_rename_conflict_is_left_alone_and_reported(bench: Bench) -> None:
     assert plan["archived"] is False  # not every value moved: the old one stays
     # Resolved by hand (the old value cleared): the next apply archives it.
     bench.admin("PATCH", "/chatbots/bot-1", {})
-    import httpx
-
     httpx.patch(
         f"{bench.api_url}/chatbots/bot-1/contacts/both",
         json={"data": {"custom_attributes": {"plan": None}}},
@@ -273,6 +272,40 @@ def test_rename_conflict_is_left_alone_and_reported(bench: Bench) -> None:
     assert result.exit_code == 0, result.output
     plan = next(a for a in bench.bot_state("bot-1")["attributes"] if a["name"] == "plan")
     assert plan["archived"] is True
+
+
+def test_rename_recorded_unfinished_resumes_though_the_source_is_archived(bench: Bench) -> None:
+    """The state still records a rename under way, and plan is archived: by a run killed
+    before it recorded its archive, or by a person midway. Either way the apply moves the
+    values left (never stranded under the archived name) and clears the record."""
+    seed(bench, carriers=30)
+    adopt(bench, BOTH)
+    tier = {"name": "tier", "type": "text", "label": "Tier"}
+    archived = {"name": "plan", "type": "text", "label": "Plan", "archived": True}
+    bench.admin("PATCH", "/chatbots/bot-1", {"attributes": [archived, tier]})
+    for i in range(1, 11):  # the first ten moved before the stop
+        httpx.patch(
+            f"{bench.api_url}/chatbots/bot-1/contacts/c{i}",
+            json={"data": {"custom_attributes": {"tier": f"pro-{i}"}}},
+            headers={"Authorization": "Bearer test-key"},
+            timeout=10,
+        ).raise_for_status()
+    state = json.loads(bench.state_path.read_text())
+    state["bots"]["bot-1"]["migrations"] = {
+        "tier": {"from": "plan", "phase": "copy", "page": 0, "total": 30, "moved": 10}
+    }
+    bench.state_path.write_text(json.dumps(state))
+    bench.write("support.yaml", bot_yaml(attributes=RENAMED))
+    plan = bench.run("plan", str(bench.config_dir))
+    assert "> rename attribute plan -> tier (30 contacts carry a value)" in plan.stdout, plan.output
+    result = bench.run("apply", "--auto-approve", str(bench.config_dir))
+    assert result.exit_code == 0, result.output
+    held = contacts(bench)
+    assert all(held[f"c{i}"]["custom_attributes"]["tier"] == f"pro-{i}" for i in range(1, 31))
+    assert "migrations" not in json.loads(bench.state_path.read_text())["bots"]["bot-1"]
+    assert not [w for w in bench.writes() if w["path"].endswith("/attributes/plan")]
+    again = bench.run("plan", "--detailed-exitcode", str(bench.config_dir))
+    assert again.exit_code == 0, again.output
 
 
 def test_rename_with_a_type_change_converts_exactly(bench: Bench) -> None:

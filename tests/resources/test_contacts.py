@@ -106,6 +106,32 @@ def test_rename_done_plans_nothing() -> None:
     assert plan.operations == ()
 
 
+def test_rename_recorded_unfinished_is_resumed_though_the_source_is_archived() -> None:
+    # A run killed after its archive landed, before the state recorded it: the migration is
+    # still in the state. Resumed (values left move, nothing created or archived), not skipped.
+    observed = [{**PLAN, "archived": True}, {k: v for k, v in TIER.items() if k != "renamedFrom"}]
+    recorded = state()
+    recorded.bots["bot-1"].migrations["tier"] = Progress("plan", page=2, moved=1950).to_json()
+    plan = compute_plan(
+        desired(bot(attributes=[TIER])), live(live_bot(attributes=observed)), recorded
+    )
+    [op] = plan.operations
+    assert (op.kind, op.subject, op.body["create"], op.body["archive"]) == (
+        "migrate_attribute",
+        "tier",
+        None,
+        None,
+    )
+    other = state()
+    other.bots["bot-1"].migrations["tier"] = Progress("level").to_json()  # another rename's
+    assert (
+        compute_plan(
+            desired(bot(attributes=[TIER])), live(live_bot(attributes=observed)), other
+        ).operations
+        == ()
+    )
+
+
 def test_rename_of_an_unknown_source_is_a_create_with_a_warning() -> None:
     plan = compute_plan(desired(bot(attributes=[TIER])), live(live_bot(attributes=[])), state())
     assert [op.kind for op in plan.operations] == ["create_attribute"]

@@ -189,12 +189,14 @@ def plan_attributes(
     secrets: frozenset[str],
     out: BotPlan,
     off_contract: Sequence[OffContract] = (),
+    unfinished: Mapping[str, str] | None = None,
 ) -> None:
     """``observed`` is None when the attribute list could not be read; ``recorded`` holds the
     attributes botctl manages (from state). Live attributes the declaration does not name and
     that match an ``ignore`` pattern (fnmatch) are left alone: neither reported as unmanaged
     nor archived. ``off_contract``: live records outside the contract's rules, each reported
     as unmanageable and never written to (one the declaration names is a warning).
+    ``unfinished``: renames the state records as under way (new name -> old name).
 
     Names identify an attribute exactly (the update's path names it), and no two may differ
     only in letter case (the service may take them for one: it refuses such a create). So a
@@ -209,7 +211,7 @@ def plan_attributes(
     by_case = {name.casefold(): name for name in [*held, *current]}
     from botctl.resources.renames import plan_renames  # it builds on this module
 
-    renamed = plan_renames(bot, declared, observed, recorded, secrets, out)
+    renamed = plan_renames(bot, declared, observed, recorded, secrets, out, unfinished)
     for attribute in declared:
         if attribute.name in renamed.created:
             continue
@@ -531,6 +533,16 @@ def _project(attribute: Mapping[str, JsonValue], fields: Iterable[str]) -> dict[
     return {name: attribute.get(name) for name in fields}
 
 
+def _unfinished(migrations: Mapping[str, JsonValue]) -> dict[str, str]:
+    """The renames a state records as under way (``resources.contacts.Progress``): new name
+    -> old name."""
+    return {
+        target: source
+        for target, progress in migrations.items()
+        if isinstance(progress, Mapping) and isinstance(source := progress.get("from"), str)
+    }
+
+
 class AttributesKind:
     """Custom attributes behind ``resources.kind.ResourceKind``. Its parts: ``attributes``
     (declared: a tuple; observed and recorded: by name), ``off_contract`` (live), and in a
@@ -614,6 +626,7 @@ class AttributesKind:
             secrets=secrets,
             out=out,
             off_contract=live.part("off_contract") if live is not None else (),
+            unfinished=_unfinished(record.part("migrations")) if record is not None else None,
         )
 
     def premises(

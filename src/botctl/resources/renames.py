@@ -9,11 +9,17 @@ archives the old one (``resources.contacts.migrate``). Here it is planned:
 | old (active), new missing | rename: create new, move the values, archive old |
 | old (active), new too (created by an earlier run) | rename without the create |
 | old archived, new missing | rename: create new, move the values (old stays archived) |
+| old archived, new too, the state records this rename unfinished | rename without the create or the archive: the values left are moved, the record cleared |
 | old archived, new too | nothing: the rename is done; new is planned as any attribute |
 | no old | a warning; new is planned as any attribute |
 
 A type change is allowed only where each value converts exactly (to or from text), checked
 value by value when the values move.
+
+A run killed after its archive landed but before the state recorded it leaves a migration
+recorded with the old attribute archived: that cannot tell botctl's own archive (every value
+moved) from a person's (values left behind), so the rename is resumed; a finished one only
+re-reads the contacts and clears the record.
 """
 
 from __future__ import annotations
@@ -42,8 +48,11 @@ def plan_renames(
     recorded: Mapping[str, CustomAttribute],
     secrets: frozenset[str],
     out: BotPlan,
+    unfinished: Mapping[str, str] | None = None,
 ) -> Renamed:
+    """``unfinished``: the renames the state records as under way, new name -> old name."""
     renamed = Renamed()
+    unfinished = unfinished or {}
     current = observed if observed is not None else recorded
     confidence: Confidence = "verified" if observed is not None else "assumed"
     names = {a.name for a in declared}
@@ -70,7 +79,7 @@ def plan_renames(
                 )
             )
             continue
-        if old.archived and new is not None:
+        if old.archived and new is not None and unfinished.get(attribute.name) != source:
             continue  # done
         if observed is not None:
             out.depends_on.append(
