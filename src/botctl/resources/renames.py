@@ -9,7 +9,7 @@ archives the old one (``resources.contacts.migrate``). Here it is planned:
 | old (active), new missing | rename: create new, move the values, archive old |
 | old (active), new too (created by an earlier run) | rename without the create |
 | old archived, new missing | rename: create new, move the values (old stays archived) |
-| old archived, new too, the state records this rename unfinished | rename without the create or the archive: the values left are moved, the record cleared |
+| old archived, new too, recorded unfinished | rename without create or archive: values left |
 | old archived, new too | nothing: the rename is done; new is planned as any attribute |
 | no old | a warning; new is planned as any attribute |
 
