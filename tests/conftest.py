@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -16,7 +17,15 @@ from botctl.sandbox.server import RunningSandbox, run_in_thread
 from tests.launch import TEST_RETRY_BASE_DELAY
 
 SandboxFactory = Callable[..., RunningSandbox]
+WORKERS_PER_CORE = 2  # most tests wait on a child process, a socket or a sandbox thread
 DEFAULT_KEYS = {"test-key": "standard"}
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): two workers per core, not one, since a worker spends
+    much of a test waiting rather than computing. ``-n 0`` runs in this one process (for
+    ``pdb`` or ``-s``)."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ under three minutes on two cores), large in the long run.
 
 runs each family at its long size; each family's own variable (``BOTCTL_FAULT_SCHEDULES``,
 ``BOTCTL_FUZZ_EXAMPLES``, ``BOTCTL_SIGNAL_INSTANTS``, ``BOTCTL_KILL_INSTANTS`` for a rename
-killed mid-way) sets any number and wins over both.
+killed mid-way, ``BOTCTL_ATTACK_CANDIDATES`` for the attacker's dictionary) sets any number
+and wins over both.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The attacker of #20: whoever reads every byte botctl stored (a git backend's whole history,
 a saved plan) and the configuration (it sits in the same repository), with a dictionary of
-100,000 candidates that holds the secret, cannot tell which candidate it is, while botctl,
-given the state key, does its job: no spurious change, and a saved plan made stale by a
+candidates that holds the secret (10,000 by default, 100,000 in the long run:
+``BOTCTL_ATTACK_CANDIDATES``, ``tests/samples.py``), cannot tell which candidate it is, while
+botctl, given the state key, does its job: no spurious change, and a saved plan made stale by a
 rotated secret is still refused."""
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from typing import Any
 
 from botctl.sealing import FingerprintKey
 from tests.e2e_support import Bench, bot_yaml
+from tests.samples import sample_size
 from tests.store.conftest import bare_repository
 
-# A six-digit code: the whole space is 1,000,000; the dictionary holds a tenth, the code in it.
+# A six-digit code: the whole space is 1,000,000; the dictionary is a run of codes around it.
 PIN = "048213"
-DICTIONARY = [f"{n:06d}" for n in range(100_000)]
+CANDIDATES = sample_size("BOTCTL_ATTACK_CANDIDATES", 10_000, 100_000)
+_FIRST = max(0, min(int(PIN) - CANDIDATES // 2, 1_000_000 - CANDIDATES))
+DICTIONARY = [f"{n:06d}" for n in range(_FIRST, _FIRST + CANDIDATES)]
 TEMPLATES = (
     "Escalate with code {} only",
     "Escalate with code {} at once",

@@ -1,7 +1,10 @@
 """botctl against a deliberately broken service (``tests/hostile_support.py``): oversized,
 compressed, slow, truncated, wrong-shaped and redirecting answers, and keys no header can carry.
 
-Every run is the real CLI in a child process, as a user or a CI job runs it. Each must end
+Every run is the real CLI in a child process, as a user or a CI job runs it. Each broken
+answer meets plan, drift, export and apply in the long run (``BOTCTL_LONG_TESTS=1``); the
+default run sends each case to one of them, in turn, so every command still meets several
+broken answers (``BOTCTL_HOSTILE_COMMANDS``: how many commands per case). Each must end
 (within a generous guard: the deadlines are what end it), with exit 1, a message that names
 the request that failed, no traceback, the child's peak memory under 500 MB, and the key in no
 form in anything botctl printed or wrote.
@@ -25,8 +28,10 @@ from tests.hostile_support import (
     written_files,
 )
 from tests.launch import Run
+from tests.samples import sample_size
 
 MEMORY_LIMIT_MB = 500
+COMMANDS_PER_CASE = sample_size("BOTCTL_HOSTILE_COMMANDS", 1, 4)
 TIMEOUT = "0.5"  # --request-timeout: small, so that five dripping attempts end in seconds
 SLOW = {"drip", "silent"}  # the behaviours only the deadline ends; the others get a roomy one
 ROOMY = "10"
@@ -105,6 +110,13 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def sampled(runs: list[list[str]], case: int) -> list[list[str]]:
+    """``COMMANDS_PER_CASE`` of ``runs``, starting at the ``case``-th: consecutive cases meet
+    different commands."""
+    count = min(len(runs), max(1, COMMANDS_PER_CASE))
+    return [runs[(case + k) % len(runs)] for k in range(count)]
+
+
 def commands(target: str, timeout: str) -> list[list[str]]:
     """The commands that meet the broken request first, each with the deadline given."""
     bounds = ["--request-timeout", timeout]
@@ -117,11 +129,17 @@ def commands(target: str, timeout: str) -> list[list[str]]:
     return [["plan", "bots", *state, *bounds], ["drift", "bots", *state, *bounds], export, apply]
 
 
-def run_all(server: HostileServer, workdir: Path, behaviour: str, target: str) -> list[Run]:
-    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url(behaviour, target)}
-    runs = commands(target, TIMEOUT if behaviour in SLOW else ROOMY)
+def run_each(workdir: Path, env: dict[str, str], runs: list[list[str]]) -> list[Run]:
     with ThreadPoolExecutor(len(runs)) as pool:  # children in parallel: most of it is waiting
         return list(pool.map(lambda args: run_botctl(args, env=env, cwd=workdir), runs))
+
+
+def run_all(
+    server: HostileServer, workdir: Path, behaviour: str, target: str, case: int = 0
+) -> list[Run]:
+    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": server.api_url(behaviour, target)}
+    runs = commands(target, TIMEOUT if behaviour in SLOW else ROOMY)
+    return run_each(workdir, env, sampled(runs, case))
 
 
 def check_failed_cleanly(run: Run, request: str, expected: str, workdir: Path) -> None:
@@ -140,7 +158,7 @@ def check_failed_cleanly(run: Run, request: str, expected: str, workdir: Path) -
 def test_a_broken_chatbot_list(
     server: HostileServer, workdir: Path, behaviour: str, expected: str
 ) -> None:
-    for run in run_all(server, workdir, behaviour, "list"):
+    for run in run_all(server, workdir, behaviour, "list", list(ON_THE_LIST).index(behaviour)):
         check_failed_cleanly(run, "read chatbot list failed: ", expected, workdir)
     assert not (workdir / "state.json").exists()
 
@@ -151,7 +169,8 @@ def test_a_broken_chatbot_list(
 def test_a_broken_attribute_list(
     server: HostileServer, workdir: Path, behaviour: str, expected: str
 ) -> None:
-    for run in run_all(server, workdir, behaviour, "attributes"):
+    case = list(ON_THE_ATTRIBUTES).index(behaviour)
+    for run in run_all(server, workdir, behaviour, "attributes", case):
         check_failed_cleanly(run, f"chatbot {CHATBOT}: read attributes failed: ", expected, workdir)
     assert not (workdir / "state.json").exists()
 
@@ -281,9 +300,7 @@ def test_a_key_no_header_can_carry_is_refused_before_any_request(
         ["export", "--all", "--api-key-env", "SUPPORT_BOT_KEY", "--out", "exported"],
     ]
     sent_before = len(server.log)
-    with ThreadPoolExecutor(len(runs)) as pool:
-        results = list(pool.map(lambda args: run_botctl(args, env=env, cwd=workdir), runs))
-    for run in results:
+    for run in run_each(workdir, env, sampled(runs, list(BAD_KEYS.values()).index((key, problem)))):
         what = run.args[0]
         assert run.code == 1, (what, run.output)
         assert f"unusable API key: $SUPPORT_BOT_KEY {problem}" in run.stderr, (what, run.stderr)

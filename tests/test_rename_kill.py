@@ -22,7 +22,7 @@ from tests import launch
 from tests.e2e_support import KEY, Bench, bot_yaml
 from tests.samples import sample_size
 
-SAMPLE, SLOW_SUITE = 3, 50  # instants in the default run, and in the slow suite (-m slow)
+SAMPLE, SLOW_SUITE = 2, 50  # instants in the default run, and in the slow suite (-m slow)
 CARRIERS, OTHERS, ALREADY = 2400, 150, 50
 RENAMED = "- {name: tier, type: text, label: Tier, renamedFrom: plan}"
 EDITED = "edited by a person after the kill"

@@ -73,7 +73,9 @@ def test_one_holder_takeover_after_lapse_and_the_old_holder_cannot_write(
 
 
 def test_the_state_writer_writes_under_a_lease_across_renewals(state: StateUnderTest) -> None:
-    lease = Lease(state.url, duration=0.6)
+    # Renewed every 0.5 s, so each pause below holds one renewal; lapsed only if a renewal
+    # (a git commit) is late by a whole second, which a loaded CI machine does not reach.
+    lease = Lease(state.url, duration=1.5)
     try:
         assert lease.try_acquire()
         with open_backend(state.url) as inner:
@@ -86,7 +88,7 @@ def test_the_state_writer_writes_under_a_lease_across_renewals(state: StateUnder
                     writer.touched("bot-1", f"temp {temp}")
                 writer.flush()
                 writer.raise_if_failed()
-                time.sleep(0.5)  # renewals meanwhile (a git backend: commits on the branch)
+                time.sleep(0.6)  # renewals meanwhile (a git backend: commits on the branch)
         assert read_state(state.url).state.bots["bot-1"].settings.json_fields["temp"] == 0.3
     finally:
         lease.close()
