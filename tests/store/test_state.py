@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from botctl.models import BotRecord, State
 from botctl.plan import BotRef, Operation, OperationKind
 from botctl.resources.settings import ChatbotSettings
 from botctl.sealing import FingerprintKey
+from botctl.store.backend import UNREADABLE_LOCK, LockInfo
+from botctl.store.backends.path import PathBackend
 from botctl.store.lock import StateLock, break_lock, lock_path_for
 from botctl.store.state import StateWriter, load_state, render_json, save_state, state_text
 from tests.factories import operation
@@ -105,6 +108,34 @@ def test_second_lock_fails_fast_naming_the_holder(tmp_path: Path) -> None:
     with StateLock(path), pytest.raises(LockError, match=f"pid {os.getpid()}"):
         StateLock(path).acquire()
     assert not lock_path_for(path).exists()
+
+
+def test_a_lock_is_never_seen_empty_or_half_written(tmp_path: Path) -> None:
+    """Taken and released over and over while another process's look goes on: every look
+    finds no lock or the whole of it (a lock created empty, then written, was read as an
+    "unreadable lock" in between)."""
+    backend = PathBackend(tmp_path / "state.json")
+    info = LockInfo.for_this_process("botctl apply")
+    seen: list[LockInfo | None] = []
+    done = threading.Event()
+
+    def look() -> None:
+        while not done.is_set():
+            seen.append(backend.read_lock())
+
+    looker = threading.Thread(target=look)
+    looker.start()
+    try:
+        for _ in range(200):
+            assert backend.create_lock(info)
+            assert not backend.create_lock(info)  # taken: refused, never overwritten
+            backend.remove_lock(info, "released")
+    finally:
+        done.set()
+        looker.join()
+    assert UNREADABLE_LOCK not in seen
+    assert info in seen  # the looks did meet the lock
+    assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left behind
 
 
 def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:

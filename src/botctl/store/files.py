@@ -94,6 +94,21 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def create_file(path: Path, text: str) -> bool:
+    """Create ``path`` holding ``text`` (owner only), or return False when the name is taken.
+    Written in full beside it first (fsync), then linked to its name: a reader sees no file
+    or the whole of it, never an empty or half-written one (a lock taken at that instant)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _written_beside(path, text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        _remove(tmp)
+    return True
+
+
 def write_new_files(files: Sequence[tuple[Path, str]]) -> None:
     """Create every file of ``files`` (path, text), or none, with the permissions of any file
     the user creates (0666 less the umask). Each is written in full to a

@@ -28,9 +28,7 @@ from botctl.store.backend import (
     StateBackend,
     Version,
 )
-from botctl.store.files import read_bytes_if_any, write_atomically
-
-FILE_MODE = 0o600
+from botctl.store.files import create_file, read_bytes_if_any, write_atomically
 
 
 def lock_path_for(state_path: Path) -> Path:
@@ -116,22 +114,9 @@ class PathBackend(StateBackend):
 
     def create_lock(self, info: LockInfo) -> bool:
         try:
-            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        except FileExistsError:
-            return False
-        except OSError as exc:
+            return create_file(self.lock_path, info.to_text())
+        except OSError as exc:  # a full disk: nothing was linked, so nobody's lock
             raise StateError(f"cannot create the lock {self.lock_path}: {exc.strerror}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(info.to_text())
-                handle.flush()
-                os.fsync(handle.fileno())
-        except OSError as exc:  # a full disk: created but not written, so nobody's lock
-            with contextlib.suppress(OSError):
-                self.lock_path.unlink()
-            raise StateError(f"cannot create the lock {self.lock_path}: {exc.strerror}") from None
-        return True
 
     def read_lock(self) -> LockInfo | None:
         try:
