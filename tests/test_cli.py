@@ -234,7 +234,7 @@ def test_run_async_never_formats_the_result() -> None:
 PROJECT_TEXT = (
     "apiVersion: botctl/v1\nkind: Project\napiUrl: http://project.test/api/v1\n"
     "state: s/state.json\nparallelism: 3\nrateLimit: 7\nallowUnknownModels: true\n"
-    "maxArchives: 9\n"
+    "maxArchives: 9\nstateEncryption: passphrase\n"
 )
 
 
@@ -244,6 +244,7 @@ PROJECT_OPTIONS_ENV = (
     "BOTCTL_CONFIG",
     "BOTCTL_ALLOW_UNKNOWN_MODELS",
     "BOTCTL_MAX_ARCHIVES",
+    "BOTCTL_STATE_ENCRYPTION",
 )
 
 
@@ -271,6 +272,7 @@ def settled(argv: list[str], where: Path) -> dict[str, Any]:
         ("rate_limit", "--rate-limit=2.5", 2.5, 7, 0.0),
         ("allow_unknown_models", "--no-allow-unknown-models", False, True, False),
         ("max_archives", "--max-archives=0", 0, 9, 50),
+        ("state_encryption", "--state-encryption=none", "none", "passphrase", None),
     ],
 )  # fmt: skip
 def test_given_beats_the_project_file_which_beats_the_default(

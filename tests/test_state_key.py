@@ -209,6 +209,29 @@ def test_rekey_moves_from_an_old_key_and_forgets_what_matches_nothing(bench: Ben
     assert json.loads(plan.stdout)["changes"] == []
 
 
+def test_the_project_file_keeps_a_new_state_encrypted(bench: Bench) -> None:
+    """stateEncryption in botctl.yaml: every command of the repository asks for it, so the
+    first apply creates the state encrypted, and a clear state is named as the mismatch."""
+    project = bench.workdir / "botctl.yaml"
+    project.write_text("apiVersion: botctl/v1\nkind: Project\nstateEncryption: passphrase\n")
+    env = {"BOTCTL_STATE_KEY": "correct horse battery staple", "BOTCTL_CONFIG": str(project)}
+    cfg = str(bench.config_dir)
+    applied = bench.run("apply", "--auto-approve", cfg, env=env)
+    assert applied.exit_code == 0, applied.output
+    assert json.loads(bench.state_path.read_text())["kind"] == "botctl-encrypted"
+    # A flag overrides the file, as everywhere: here it names the state's other setting.
+    other = bench.run("plan", "--state-encryption", "none", cfg, env=env)
+    assert other.exit_code == 1
+    assert "botctl state migrate --state-encryption none" in other.stderr
+    clear = bench.run(
+        "state", "migrate", "--state", str(bench.state_path), "--state-encryption", "none", env=env
+    )
+    assert clear.exit_code == 0, clear.output
+    refused = bench.run("plan", cfg, env=env)  # the file still asks for an encrypted state
+    assert refused.exit_code == 1
+    assert "botctl state migrate --state-encryption passphrase" in refused.stderr
+
+
 def test_an_encrypted_state_and_its_saved_plans(bench: Bench) -> None:
     cfg = str(bench.config_dir)
     env = {"BOTCTL_STATE_KEY": "correct horse battery staple"}

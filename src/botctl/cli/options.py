@@ -241,10 +241,12 @@ STATE_ENCRYPTION = click.option(
     "--state-encryption",
     type=click.Choice(["none", "passphrase"]),
     envvar="BOTCTL_STATE_ENCRYPTION",
+    **from_project("stateEncryption"),
     help="passphrase: keep a new state (and plans saved against it) encrypted at rest, "
     "AES-256-GCM under a key derived (scrypt) from BOTCTL_STATE_KEY. An existing state keeps "
     "its own setting (`botctl state migrate --state-encryption` changes it) [env "
-    "BOTCTL_STATE_ENCRYPTION; default: as the state is, else none].",
+    f"BOTCTL_STATE_ENCRYPTION; default: as the state is, else none; {_PROJECT_NOTE} "
+    "stateEncryption].",
 )
 API_URL = click.option(
     "--api-url",

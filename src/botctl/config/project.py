@@ -58,6 +58,12 @@ class ProjectFile(_Strict):
         description="Where the state lives: a path relative to this file, or a git+ or s3:// "
         "URL (--state, BOTCTL_STATE).",
     )
+    stateEncryption: Literal["none", "passphrase"] | None = Field(
+        default=None,
+        description="passphrase: a new state (and the plans saved against it) is kept "
+        "encrypted under BOTCTL_STATE_KEY; an existing state keeps its own setting "
+        "(--state-encryption, BOTCTL_STATE_ENCRYPTION).",
+    )
     parallelism: Annotated[int, Field(ge=1, le=64)] | None = Field(
         default=None, description="Chatbots processed at once (--parallelism)."
     )
