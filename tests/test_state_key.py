@@ -219,14 +219,11 @@ def test_the_project_file_keeps_a_new_state_encrypted(bench: Bench) -> None:
     applied = bench.run("apply", "--auto-approve", cfg, env=env)
     assert applied.exit_code == 0, applied.output
     assert json.loads(bench.state_path.read_text())["kind"] == "botctl-encrypted"
-    # A flag overrides the file, as everywhere: here it names the state's other setting.
-    other = bench.run("plan", "--state-encryption", "none", cfg, env=env)
-    assert other.exit_code == 1
-    assert "botctl state migrate --state-encryption none" in other.stderr
-    clear = bench.run(
-        "state", "migrate", "--state", str(bench.state_path), "--state-encryption", "none", env=env
-    )
+    # A flag overrides the file, as everywhere: a new state kept clear.
+    bench.state_path.unlink()
+    clear = bench.run("apply", "--auto-approve", "--state-encryption", "none", cfg, env=env)
     assert clear.exit_code == 0, clear.output
+    assert json.loads(bench.state_path.read_text())["format_version"] == 4
     refused = bench.run("plan", cfg, env=env)  # the file still asks for an encrypted state
     assert refused.exit_code == 1
     assert "botctl state migrate --state-encryption passphrase" in refused.stderr
