@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,15 +11,19 @@ from botctl.cli.console import err
 from botctl.cli.options import build, forwards, workspace
 from botctl.errors import BotctlError
 
-_NOT_TAKEN = ("plan_file", "targets", "selector", "excludes")
+if TYPE_CHECKING:
+    from botctl.pipeline.promote import Stage
+
+_NOT_TAKEN = ("plan_file", "selector")  # --to is the selector; --target, --exclude narrow it
 
 
-def _stage(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, tuple[Any, ...]]:
+def _stage(ctx: click.Context, param: click.Parameter, value: str) -> Stage:
     """A stage's label selector, as given and parsed (a typo is a usage error at once)."""
     from botctl.config.selection import SelectorError, parse_selector
+    from botctl.pipeline.promote import Stage
 
     try:
-        return value, parse_selector(value)
+        return Stage(value, parse_selector(value))
     except SelectorError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
@@ -30,7 +34,7 @@ def _stage(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
 )
 @click.option(
     "--from",
-    "from_selector",
+    "source",
     required=True,
     metavar="SELECTOR",
     callback=_stage,
@@ -38,60 +42,86 @@ def _stage(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str,
 )
 @click.option(
     "--to",
-    "to_selector",
+    "target",
     required=True,
     metavar="SELECTOR",
     callback=_stage,
-    help="The stage promoted to, as a label selector (e.g. stage=production).",
+    help="The stage promoted to, as a label selector (e.g. stage=production); --target and "
+    "--exclude narrow it.",
 )
 @click.pass_context
 @forwards(ApplyOptions)
-def promote(
-    ctx: click.Context,
-    /,
-    from_selector: tuple[str, tuple[Any, ...]],
-    to_selector: tuple[str, tuple[Any, ...]],
-    **params: Any,
-) -> int:
-    """Apply the configuration to the chatbots of --to, once those of --from run it and pass
-    their conversation tests.
+def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) -> int:
+    """Apply the configuration to the chatbots of --to, once their counterparts in --from run
+    it and pass their conversation tests.
 
-    Refuses (exit 1, nothing applied) unless every chatbot --from selects was last applied
-    at the configuration's current revision by `botctl apply --test` and its tests passed
-    there (recorded in the state). Then it is `botctl apply -l TO` with the options given.
+    A chatbot of --to is promoted with its counterpart: the one chatbot of --from whose labels
+    are the same apart from the stage keys, the label keys both selectors name with different
+    requirements (stage in --from stage=staging --to stage=production; app=support on both
+    sides is not one).
+
+    \b
+    Refuses (exit 1, nothing applied, every reason at once) when:
+      --from or --to selects no chatbot, or a chatbot is in both;
+      no label key tells the stages apart;
+      a chatbot of --to has no counterpart, or more than one (give its stage
+        chatbot the same labels, or leave it out with --exclude NAME);
+      a chatbot of --from was not last applied at the configuration's current
+        revision by `botctl apply --test`, or its tests did not pass there.
+    Then it is `botctl apply -l TO` with the options given (--target and --exclude
+    narrow --to only).
 
     \b
     The staged rollout in CI:
       botctl apply bots/ -l stage=staging --test --rollback-on-failure --auto-approve
       botctl promote bots/ --from stage=staging --to stage=production --auto-approve
     """
-    from botctl.pipeline.promote import promotion_problems
+    from botctl.pipeline.promote import promotion
 
-    (source_text, source), (_, target) = from_selector, to_selector
-    # apply's options, built as apply builds them: a renamed one is an error, never False.
-    stage = build(ApplyOptions, {**params, "plan_file": None, **_only(source)})
+    targets, excludes = params["targets"], params["excludes"]
+    # apply's options, built as apply builds them: a renamed one is an error, never False. The
+    # workspace holds the whole configuration: the stages are selected by the check.
+    whole = {"selector": (), "targets": (), "excludes": ()}
+    options = build(ApplyOptions, {**params, "plan_file": None, **whole})
     ws = workspace(
-        stage.config,
-        stage.service,
-        stage.safety,
-        stage.contacts,
-        lock_timeout=stage.lock_timeout,
-        reassert=stage.reassert,
-        skip_missing=stage.skip_missing,
+        options.config,
+        options.service,
+        options.safety,
+        options.contacts,
+        lock_timeout=options.lock_timeout,
+        reassert=options.reassert,
+        skip_missing=options.skip_missing,
     )
-    problems, ready = promotion_problems(ws)
-    if problems:
+    found = promotion(ws, source, target, targets, excludes)
+    if found.problems:
+        hints = ["Nothing was applied."]
+        if found.pairing.unpaired:
+            keys = "the stage keys"
+            hints.append(
+                f"A chatbot of --to is promoted only with its one counterpart in --from, the "
+                f"chatbot with the same labels apart from {keys}: give its stage chatbot the "
+                f"same labels, or leave it out with --exclude "
+                f"{' --exclude '.join(found.pairing.unpaired)}."
+            )
+        if found.not_ready:
+            hints.append(
+                f"`botctl apply -l {_quoted(source.text)} --test` records a stage's tests (fix "
+                "what failed first)."
+            )
         raise BotctlError(
-            f"not promoted: the chatbots of {source_text} are not ready:\n  "
-            + "\n  ".join(problems)
-            + f"\nNothing was applied. `botctl apply -l {source_text} --test` records a stage's "
-            "tests (fix what failed first)."
+            f"not promoted from {source.text} to {target.text}:\n  "
+            + "\n  ".join(found.problems)
+            + "\n"
+            + "\n".join(hints)
         )
-    err(f"{source_text}: {', '.join(ready)} run this revision and passed its tests.")
-    result: int = ctx.invoke(apply, plan_file=None, **_only(target), **params)
+    err(f"{source.text}: {', '.join(found.ready)} run this revision and passed its tests.")
+    err(f"{target.text}: " + ", ".join(f"{t.name} <- {f.name}" for t, f in found.pairing.pairs))
+    result: int = ctx.invoke(apply, plan_file=None, selector=target.requirements, **params)
     return result
 
 
-def _only(selector: tuple[Any, ...]) -> dict[str, Any]:
-    """The selection of one stage: its label selector, no --target or --exclude."""
-    return {"selector": selector, "targets": (), "excludes": ()}
+def _quoted(text: str) -> str:
+    """A selector as one shell word."""
+    import shlex
+
+    return shlex.quote(text)
