@@ -96,12 +96,14 @@ def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) 
     if found.problems:
         hints = ["Nothing was applied."]
         if found.pairing.unpaired:
-            keys = "the stage keys"
+            keys = ", ".join(map(repr, sorted(found.pairing.keys)))
             hints.append(
-                f"A chatbot of --to is promoted only with its one counterpart in --from, the "
-                f"chatbot with the same labels apart from {keys}: give its stage chatbot the "
-                f"same labels, or leave it out with --exclude "
-                f"{' --exclude '.join(found.pairing.unpaired)}."
+                "A chatbot of --to is promoted only with exactly one counterpart in --from, the "
+                f"chatbot whose labels are the same apart from {keys}: give it one stage "
+                "chatbot with the same other labels (and tell stage chatbots apart by a label), "
+                "or leave it out with "
+                + " ".join(f"--exclude {_quoted(name)}" for name in found.pairing.unpaired)
+                + "."
             )
         if found.not_ready:
             hints.append(

@@ -57,6 +57,7 @@ class Pairing:
     pairs: list[tuple[Member, Member]] = field(default_factory=list)  # (promoted, counterpart)
     problems: list[str] = field(default_factory=list)
     unpaired: list[str] = field(default_factory=list)  # names of --to chatbots without a pair
+    keys: frozenset[str] = frozenset()  # the stage keys
 
 
 @dataclass
@@ -125,7 +126,7 @@ def pair_stages(
                 f"{member} is selected by both --from and --to: a stage cannot be promoted "
                 "onto itself"
             )
-    keys = stage_keys(source.requirements, target.requirements)
+    keys = pairing.keys = stage_keys(source.requirements, target.requirements)
     if not (pairing.sources and promoted):
         return pairing
     if not keys:
@@ -174,9 +175,10 @@ def _matches_nothing(option: str, stage: Stage, bots: Sequence[Member], why: str
             if requirement.key == key and requirement.operator in ("=", "in"):
                 for value in sorted(requirement.values - set(values)):
                     close = difflib.get_close_matches(value, values, n=1)
-                    notes.append(f"no chatbot has {key}={value}" + _did_you_mean(
-                        [f"{key}={c}" for c in close]
-                    ))
+                    notes.append(
+                        f"no chatbot has {key}={value}"
+                        + _did_you_mean([f"{key}={c}" for c in close])
+                    )
     return f"{option} {stage.text} matches no chatbot: {why}" + (
         f" ({'; '.join(notes)})" if notes else ""
     )
