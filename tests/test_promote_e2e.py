@@ -189,3 +189,38 @@ def test_a_shared_filter_keeps_apps_apart(bench: Bench) -> None:
     assert "support <- support-staging" in result.output
     assert "sales <- sales-staging" in result.output
     assert bench.bot_state("bot-sales")["settings"]["name"] == "sales"
+
+
+def test_part_of_a_stage_is_promoted_with_a_requirement_on_both_sides(bench: Bench) -> None:
+    """Every chatbot of --from must pass, --exclude notwithstanding; the same requirement on
+    both selectors narrows both stages (and is no stage key)."""
+    bench.admin(
+        "PUT", "/chatbots/bot-s2/replies", {"replies": [{"pattern": "refund", "answer": "No."}]}
+    )
+    sales_staging = chatbot("sales-staging", "bot-s2", app="sales", stage="staging")
+    bench.write("bots.yaml", DEFAULTS + SUPPORT + SALES + sales_staging)
+    config = str(bench.config_dir)
+    staged = bench.run("apply", "-l", "stage=staging", "--test", "--auto-approve", config)
+    assert staged.exit_code == 3, staged.output
+    bench.clear_log()
+
+    whole = refused(bench, promote(bench, "stage=staging", "stage=production"))
+    assert "sales-staging (bot-s2): its tests failed at revision sha256:" in whole
+    assert "support-staging" not in whole
+    excluded = promote(bench, "stage=staging", "stage=production", "--exclude", "sales")
+    assert "sales-staging (bot-s2): its tests failed" in refused(bench, excluded)
+
+    part = promote(bench, "app=support,stage=staging", "app=support,stage=production")
+    assert part.exit_code == 0, part.output
+    assert "app=support,stage=production: support <- support-staging" in part.output
+    assert bench.bot_state("bot-p")["settings"]["instructions"] == POLICY
+    assert bench.bot_state("bot-sales")["settings"]["name"] == "New"
+
+
+def test_help_says_how_stages_pair(bench: Bench) -> None:
+    shown = bench.run("promote", "--help")
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "the one chatbot of --from whose labels are the same apart from the stage keys" in text
+    assert "Promote only the chatbots of --to whose metadata.name matches" in text
+    assert "leave it out with --exclude NAME" in text

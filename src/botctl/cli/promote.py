@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,8 +29,25 @@ def _stage(ctx: click.Context, param: click.Parameter, value: str) -> Stage:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+# --target and --exclude narrow the stage promoted to (apply's -l TO), never --from.
+_NARROWING_HELP = {
+    "targets": "Promote only the chatbots of --to whose metadata.name matches (shell-style '*', "
+    "'?'; repeatable).",
+    "excludes": "Leave the chatbots of --to whose metadata.name matches out of the promotion, "
+    "and out of its pairing (repeatable).",
+}
+
+
+def _taken(param: click.Parameter) -> click.Parameter:
+    """apply's option as promote takes it (--target and --exclude: said of --to)."""
+    if param.name in _NARROWING_HELP and isinstance(param, click.Option):
+        param = copy.copy(param)
+        param.help = _NARROWING_HELP[str(param.name)]
+    return param
+
+
 @click.command(
-    params=[p for p in apply.params if p.name not in _NOT_TAKEN],
+    params=[_taken(p) for p in apply.params if p.name not in _NOT_TAKEN],
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.option(
@@ -66,8 +84,10 @@ def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) 
       no label key tells the stages apart;
       a chatbot of --to has no counterpart, or more than one (give its stage
         chatbot the same labels, or leave it out with --exclude NAME);
-      a chatbot of --from was not last applied at the configuration's current
-        revision by `botctl apply --test`, or its tests did not pass there.
+      a chatbot of --from (every one: to promote part of a stage, add the same
+        requirement to both selectors, e.g. app=support) was not last applied
+        at the configuration's current revision by `botctl apply --test`, or
+        its tests did not pass there.
     Then it is `botctl apply -l TO` with the options given (--target and --exclude
     narrow --to only).
 
