@@ -83,7 +83,8 @@ def test_a_filter_on_one_side_is_no_stage_key() -> None:
     ]
     found, problems = pairs(bots, "stage=staging,region=eu", "stage=production")
     assert found == [("support-eu", "support-staging")]
-    assert len(problems) == 1 and problems[0].startswith("support-us (id-support-us): no ")
+    assert len(problems) == 1
+    assert problems[0].startswith("support-us (id-support-us): no ")
 
 
 def test_two_counterparts_are_refused() -> None:
