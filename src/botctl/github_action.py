@@ -4,20 +4,24 @@ results to the workflow. ``python -m botctl.github_action``, inputs in the envir
 action.yml passes the inputs as ``INPUT_COMMAND``, ``INPUT_PATH``, ``INPUT_STATE``,
 ``INPUT_ARGS`` and ``INPUT_CHANGED_SINCE`` (never pasted into a shell line). A pull request's
 plan is scoped to the merge base (``--changed-since``, see ``scope``) unless
-``changed-since`` is ``full``. ``validate``, ``plan`` and ``drift`` run with
-``--format github``: problems annotated on the files, the report folded in the log, the summary
-as a notice; ``plan`` and ``drift`` also write the Markdown comment (``--comment-out``).
-``apply`` runs with ``--auto-approve`` (the workflow decides when to apply) and its output is
-relayed as inert text. Then:
+``changed-since`` is ``full``. ``validate``, ``plan``, ``drift`` and ``test`` run with
+``--format github``: problems annotated on the files (a failed conversation test on its
+test), the report folded in the log, the summary as an annotation; ``plan``, ``drift`` and
+``test`` also write the Markdown comment (``--comment-out``), and ``test`` its JUnit report
+(``--junit``, in the runner's temporary directory). ``apply`` runs with ``--auto-approve``
+(the workflow decides when to apply) and its output is relayed as inert text; with
+``--test`` in ``args`` it writes the JUnit report too. Then:
 
 - ``$GITHUB_STEP_SUMMARY`` gets the comment (or, when botctl failed before writing one, what
   failed);
 - ``$GITHUB_OUTPUT`` gets ``exitcode`` (botctl's), ``has-changes`` (``true`` when the plan has
-  changes, drift was found, or apply applied something) and ``comment-file`` (a Markdown file
-  that starts with ``<!-- botctl:COMMAND -->``, at most 60,000 characters).
+  changes, drift was found, or apply applied something), ``comment-file`` (a Markdown file
+  that starts with ``<!-- botctl:COMMAND -->``, at most 60,000 characters) and ``junit-file``
+  (the JUnit XML of the conversation tests, when they ran; else empty).
 
-The step fails when botctl failed (exit 1, or a signal's 130/143); changes and drift (exit 2)
-are results, for the workflow to act on through ``has-changes``.
+The step fails when botctl failed (exit 1, or a signal's 130/143) or a conversation test
+failed (exit 3: ``test``, ``apply --test``); changes and drift (exit 2 of plan and drift) are
+results, for the workflow to act on through ``has-changes``.
 """
 
 from __future__ import annotations
@@ -38,10 +42,16 @@ from botctl.annotations import annotation, parse_command, visible
 from botctl.render import COMMENT_LIMIT
 from botctl.render import blocks as md
 
-COMMANDS = ("validate", "plan", "apply", "drift")
+COMMANDS = ("validate", "plan", "apply", "drift", "test")
 SCOPED = ("plan", "apply", "drift")  # the commands --changed-since narrows
+GITHUB_FORMAT = ("validate", "plan", "drift", "test")  # the commands run with --format github
+COMMENTED = ("plan", "drift", "test")  # the commands that write their comment (--comment-out)
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 EXIT_CHANGES = 2
+EXIT_TEST_FAILED = 3
+# The exit codes that are a result, not a failure of the step: changes, drift.
+RESULTS = {"plan": (0, EXIT_CHANGES), "drift": (0, EXIT_CHANGES)}
+SET_BY_THE_ACTION = ("--format", "--comment-out", "--junit")
 _APPLIED = re.compile(r"^Apply (?:complete|incomplete): (\d+) applied", re.MULTILINE)
 
 
@@ -74,7 +84,7 @@ class Inputs:
             ) from None
         # The step reads --format github's output as workflow commands it may pass on: another
         # format there would hand the runner unescaped text.
-        taken = [a for a in args if a.split("=", 1)[0] in ("--format", "--comment-out")]
+        taken = [a for a in args if a.split("=", 1)[0] in SET_BY_THE_ACTION]
         if taken:
             raise InputError(f"input 'args' must not set {taken[0]}: the action sets it")
         changed_since = environ.get("INPUT_CHANGED_SINCE", "").strip() or "auto"
@@ -86,6 +96,11 @@ class Inputs:
         state = environ.get("INPUT_STATE", "").strip()
         return cls(command, paths, state, args, changed_since)
 
+    @property
+    def tests(self) -> bool:
+        """Whether the command runs conversation tests (``test``, ``apply --test``)."""
+        return self.command == "test" or (self.command == "apply" and "--test" in self.args)
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -94,17 +109,22 @@ class Outcome:
     comment: str  # the comment file's text, marker first
 
 
-def botctl_argv(inputs: Inputs, comment_file: Path, since: str | None = None) -> list[str]:
-    """The botctl command line for these inputs (``since``: the revision to scope to)."""
+def botctl_argv(
+    inputs: Inputs, comment_file: Path, since: str | None = None, junit_file: Path | None = None
+) -> list[str]:
+    """The botctl command line for these inputs (``since``: the revision to scope to;
+    ``junit_file``: where the conversation tests' JUnit report goes, when they run)."""
     argv = [sys.executable, "-m", "botctl", inputs.command, *inputs.paths]
     if since is not None and inputs.command in SCOPED:
         argv += ["--changed-since", since]
     if inputs.state and inputs.command != "validate":
         argv += ["--state", inputs.state]
-    if inputs.command in ("validate", "plan", "drift"):
+    if inputs.command in GITHUB_FORMAT:
         argv += ["--format", "github"]
-    if inputs.command in ("plan", "drift"):
+    if inputs.command in COMMENTED:
         argv += ["--comment-out", str(comment_file)]
+    if junit_file is not None and inputs.tests:
+        argv += ["--junit", str(junit_file)]
     if inputs.command == "plan":
         argv.append("--detailed-exitcode")
     if inputs.command == "apply":
@@ -159,8 +179,10 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def run(inputs: Inputs, comment_file: Path, since: str | None = None) -> Outcome:
-    argv = botctl_argv(inputs, comment_file, since)
+def run(
+    inputs: Inputs, comment_file: Path, since: str | None = None, junit_file: Path | None = None
+) -> Outcome:
+    argv = botctl_argv(inputs, comment_file, since, junit_file)
     if inputs.command == "apply":
         code, output = stream_inert(argv)
         applied = sum(int(n) for n in _APPLIED.findall(output))
@@ -170,9 +192,16 @@ def run(inputs: Inputs, comment_file: Path, since: str | None = None) -> Outcome
     sys.stdout.write(done.stdout)
     print_inert(done.stderr.splitlines())
     comment = comment_file.read_text(encoding="utf-8")
-    if not comment:  # validate, or a plan or drift that failed before its report
+    if not comment:  # validate, or a plan, drift or test that failed before its report
         comment = problems_comment(inputs.command, done.returncode, done.stdout, done.stderr)
-    return Outcome(done.returncode, done.returncode == EXIT_CHANGES, comment)
+    changes = inputs.command in RESULTS and done.returncode == EXIT_CHANGES
+    return Outcome(done.returncode, changes, comment)
+
+
+def failed(command: str, code: int) -> bool:
+    """Whether botctl's exit code fails the step: an error or a failed conversation test
+    always; plan's changes and drift's drift (2) are results."""
+    return code not in RESULTS.get(command, (0,))
 
 
 def problems_comment(command: str, code: int, annotations: str, stderr: str) -> str:
@@ -212,9 +241,23 @@ def apply_comment(output: str, code: int) -> str:
         line for line in lines if line.startswith(("Apply complete", "Apply incomplete"))
     ]
     doc = md.Budget(COMMENT_LIMIT - len(marker("apply")) - 1)
-    status = "" if code == 0 else f" **Failed** (exit code {code})."
+    tests = [line for line in lines if line.startswith("Tests: ")]
+    if code == EXIT_TEST_FAILED:
+        status = f" **Conversation tests failed** (exit code {code})."
+    else:
+        status = "" if code == 0 else f" **Failed** (exit code {code})."
     head = md.text(closing_lines[-1]) if closing_lines else "Nothing was applied."
     doc.add("### botctl apply", "", head + status)
+    if tests:  # apply --test: the tests' summary, what failed and the rollback in view
+        doc.add("", f"**{md.text(tests[-1])}**")
+        failing = _failed_tests(lines)
+        opening, closing = md.fence([line for row in failing for line in row.lines], "text")
+        doc.section(
+            ["", "Failed or not run:", "", opening], failing, [closing], "... {more} not shown"
+        )
+        rollback = [line for line in lines if line.startswith("Rollback: ")]
+        if rollback:
+            doc.add("", md.text(rollback[-1]))
     opening, closing = md.fence(lines, "text")
     doc.section(
         ["", "<details><summary>Log</summary>", "", opening],
@@ -223,6 +266,22 @@ def apply_comment(output: str, code: int) -> str:
         "... {more} not shown",
     )
     return f"{marker('apply')}\n{doc.render()}"
+
+
+def _failed_tests(lines: Sequence[str]) -> list[md.Row]:
+    """From apply --test's log: each test that failed or could not run, with the indented
+    lines that say why (the failing expectation and the quoted answer)."""
+    groups: list[list[str]] = []
+    inside = False
+    for line in lines:
+        if line.startswith(("FAIL ", "ERROR ")):
+            groups.append([line])
+            inside = True
+        elif inside and line.startswith("      "):
+            groups[-1].append(line)
+        else:
+            inside = False
+    return [md.Row(tuple(group), {"failed test": 1}) for group in groups]
 
 
 def marker(command: str) -> str:
@@ -274,10 +333,11 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
     handle, name = tempfile.mkstemp(prefix=f"botctl-{inputs.command}-", suffix=".md", dir=directory)
     os.close(handle)
     comment_file = Path(name)  # empty: botctl writes it, or this step does
+    junit_file = Path(name).with_suffix(".junit.xml")  # botctl writes it when tests run
     since, warning = scope(inputs, environ)
     if warning is not None:
         print(annotation("warning", warning, title="botctl action: changed-since"), flush=True)
-    outcome = run(inputs, comment_file, since)
+    outcome = run(inputs, comment_file, since, junit_file)
     comment_file.write_text(outcome.comment, encoding="utf-8")
     if environ.get("GITHUB_STEP_SUMMARY"):
         with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
@@ -289,9 +349,10 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
                 "exitcode": str(outcome.exitcode),
                 "has-changes": "true" if outcome.has_changes else "false",
                 "comment-file": str(comment_file),
+                "junit-file": str(junit_file) if junit_file.is_file() else "",
             },
         )
-    return 0 if outcome.exitcode in (0, EXIT_CHANGES) else outcome.exitcode
+    return outcome.exitcode if failed(inputs.command, outcome.exitcode) else 0
 
 
 if __name__ == "__main__":

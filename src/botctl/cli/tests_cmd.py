@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from botctl.cli.ci import errors_as_annotations, write_comment
 from botctl.cli.console import err, run_async
 from botctl.cli.options import (
     ConfigGroup,
@@ -52,6 +53,7 @@ class TestOptions:
     fmt: str
     test_names: tuple[str, ...]
     junit_file: Path | None
+    comment_out: Path | None
 
 
 @click.command("test")
@@ -60,13 +62,23 @@ class TestOptions:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "markdown", "github"]),
     default="text",
     show_default=True,
-    help="Output format.",
+    help="markdown: a table of the cases for a comment or job summary; github: annotations "
+    "(each failed test on its file and line) and a folded log for GitHub Actions.",
 )
 @TEST_NAMES
 @JUNIT
+@click.option(
+    "--comment-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Also write the Markdown report as a pull-request or issue comment: it starts with "
+    "the hidden marker <!-- botctl:test --> to find and update one comment in place, and "
+    "stays under 60,000 characters (failed tests first, the passed folded, '... N more' "
+    "when cut).",
+)
 @takes(TestOptions)
 def test(o: TestOptions) -> int:
     """Run the conversation tests (kind: ConversationTest) against the live chatbots.
@@ -85,20 +97,29 @@ def test(o: TestOptions) -> int:
       botctl test bots/
       botctl test bots/ -l stage=staging --junit reports/conversations.xml
       botctl test bots/ --test 'refund-*' --format json
+      botctl test bots/ --format github --comment-out t.md --junit t.xml   # GitHub Actions
     """
     from botctl.pipeline.conversations import run_conversation_tests
-    from botctl.render.tests import render_junit, render_tests_json, render_tests_text
+    from botctl.render import tests as render
 
     fmt, junit_file = o.fmt, o.junit_file
     ws = workspace(o.config, o.service)
-    report = run_async(run_conversation_tests(ws, o.test_names))
-    if fmt == "json":
-        click.echo(render_tests_json(report), nl=False)
-    else:
-        click.echo(render_tests_text(report), nl=False)
-    if junit_file is not None:
-        write_junit(junit_file, render_junit(report))
-        err(f"JUnit report written to {junit_file}")
+    renderers = {
+        "text": render.render_tests_text,
+        "json": render.render_tests_json,
+        "markdown": render.render_tests_markdown,
+        "github": render.render_tests_github,
+    }
+    with errors_as_annotations(fmt, "botctl test"):
+        report = run_async(run_conversation_tests(ws, o.test_names))
+        click.echo(renderers[fmt](report), nl=False)
+        if o.comment_out is not None:
+            write_comment(o.comment_out, render.render_tests_comment(report))
+        if junit_file is not None:
+            write_junit(junit_file, render.render_junit(report))
+            err(f"JUnit report written to {junit_file}")
+    if fmt == "markdown":
+        err(render.summary(report))
     if not report.cases:
         err("no conversation test covers the selected chatbots")
     return report.exit_code

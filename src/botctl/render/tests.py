@@ -1,5 +1,7 @@
 """Conversation test reports (``botctl test``, ``apply --test``): text for a terminal or CI log,
-JSON (versioned, README "JSON output"), and JUnit XML, which GitHub (through test-report
+JSON (versioned, README "JSON output"), Markdown (a pull-request comment or job summary, under
+the comment budget, with its marker), GitHub workflow commands (the text folded, each failed
+case an error annotation on its test), and JUnit XML, which GitHub (through test-report
 actions) and GitLab (``artifacts:reports:junit``) display.
 
 Every answer and question in a report was clipped when the test ran (shortened, on one line,
@@ -14,10 +16,16 @@ import re
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from botctl.annotations import inert
+from botctl.annotations import annotation, command, inert, inert_block
 from botctl.conversation.report import CaseResult, TestReport
+from botctl.defaults import COMMENT_LIMIT
 from botctl.reconcile.apply import ApplyReport
 from botctl.reconcile.rollback import Rollback
+from botctl.render import blocks as md
+
+TEST_MARKER = "<!-- botctl:test -->"
+# A case's failing expectations shown in its table cell; the rest are counted there.
+CELL_FAILURES = 3
 
 TEST_FORMAT_VERSION = 1
 LABELS = {"passed": "PASS ", "failed": "FAIL ", "error": "ERROR"}
@@ -118,6 +126,129 @@ def _case(case: CaseResult) -> dict[str, Any]:
 
 def render_tests_json(report: TestReport) -> str:
     return json.dumps(tests_document(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def _where(case: CaseResult) -> tuple[str | None, int | None]:
+    """The test's file and line (``source`` is ``file:line``)."""
+    file, _, line = case.source.rpartition(":")
+    if file and line.isdigit():
+        return file, int(line)
+    return None, None
+
+
+def _problems(case: CaseResult) -> tuple[str, ...]:
+    if case.status == "error":
+        return case.errors
+    if case.failures:
+        return case.failures
+    if case.status == "failed":  # runs without a failing turn: too few passed
+        return (f"{case.passed_runs}/{len(case.runs)} runs passed",)
+    return ()
+
+
+def render_tests_markdown(report: TestReport, *, limit: int | None = None) -> str:
+    """The cases that failed or could not run in view, as a table (chatbot, test, result,
+    runs, what failed with the quoted answer); the passed ones folded. Every value is text
+    shown as written (``blocks.text``/``code``): nothing in an answer forms Markdown."""
+    doc = md.Budget(limit)
+    doc.add("### botctl test", "", f"**{md.text(summary(report))}**")
+    bad = [c for c in report.cases if c.status != "passed"]
+    good = [c for c in report.cases if c.status == "passed"]
+    if bad:
+        doc.section(
+            [
+                "",
+                f"**Failed or not run ({len(bad)})**",
+                "",
+                "| chatbot | test | result | runs | what failed |",
+                "|---|---|---|---|---|",
+            ],
+            [_case_row(c, failed=True) for c in bad],
+            [],
+            "\n" + _cut_note(),
+        )
+    if good:
+        doc.section(
+            [
+                "",
+                f"<details><summary>Passed ({len(good)})</summary>",
+                "",
+                "| chatbot | test | result | runs | time |",
+                "|---|---|---|---|---|",
+            ],
+            [_case_row(c, failed=False) for c in good],
+            ["", "</details>"],
+            "\n" + _cut_note(),
+        )
+    if report.untested:
+        listed = ", ".join(md.code(name) for name in report.untested)
+        doc.add("", f"No conversation test covers: {listed}")
+    doc.tail(_cut_note())
+    return doc.render()
+
+
+def render_tests_comment(report: TestReport, *, limit: int = COMMENT_LIMIT) -> str:
+    """The Markdown report as a pull-request comment: the hidden marker first, at most
+    ``limit`` characters in all."""
+    return f"{TEST_MARKER}\n" + render_tests_markdown(report, limit=limit - len(TEST_MARKER) - 1)
+
+
+def _case_row(case: CaseResult, *, failed: bool) -> md.Row:
+    result = {"passed": "passed", "failed": "**failed**", "error": "**error** (not run)"}
+    runs = f"{case.passed_runs}/{len(case.runs)}"
+    if len(case.runs) > 1 or case.pass_rate < 1:
+        runs += f" (needs {case.pass_rate:.0%})"
+    if failed:
+        problems = _problems(case)
+        shown = [md.text(p) for p in problems[:CELL_FAILURES]]
+        if len(problems) > CELL_FAILURES:
+            shown.append(f"_... {len(problems) - CELL_FAILURES} more_")
+        last = "<br>".join(shown)
+        noun = "failed test" if case.status == "failed" else "test not run"
+    else:
+        last = f"{case.seconds:.2f} s"
+        noun = "passed test"
+    cells = [
+        f"{md.text(case.chatbot)} ({md.code(case.chatbot_id)})",
+        md.code(case.test),
+        result[case.status],
+        runs,
+        last,
+    ]
+    return md.Row(("| " + " | ".join(cells) + " |",), {noun: 1})
+
+
+def _cut_note() -> str:
+    return "_... {more} not shown, to keep this short enough to post; `botctl test` shows all._"
+
+
+def render_tests_github(report: TestReport) -> str:
+    """The text report folded in the log; each case that failed or could not run an error
+    annotation on its test's file and line; the summary a notice (all passed) or an error."""
+    out = [
+        command("group", "botctl test"),
+        *inert_block(render_tests_text(report).rstrip("\n").splitlines()),
+        command("endgroup"),
+    ]
+    for case in report.cases:
+        if case.status == "passed":
+            continue
+        file, line = _where(case)
+        verdict = "failed" if case.status == "failed" else "could not run"
+        out.append(
+            annotation(
+                "error",
+                "\n".join(
+                    [f"{case.chatbot} ({case.chatbot_id}): {case.test} {verdict}", *_problems(case)]
+                ),
+                title=f"botctl test: {case.test} {verdict}",
+                file=file,
+                line=line,
+            )
+        )
+    level = "notice" if report.passed else "error"
+    out.append(annotation(level, summary(report), title="botctl test"))
+    return "\n".join(out) + "\n"
 
 
 def _xml_text(text: str) -> str:
