@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ET
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xmlschema
 import yaml
 
 from botctl.cli import cli
@@ -316,6 +318,151 @@ def test_a_pull_request_without_its_base_is_planned_in_full_and_says_so(
     assert "no merge base" in warning.data
     assert "planned in full" in warning.data
     assert "Scope:" not in plan.summary
+
+
+# --- conversation tests ------------------------------------------------------------------------
+
+JUNIT_XSD = ROOT / "tests" / "fixtures" / "junit.xsd"
+REFUND_TEST = """apiVersion: botctl/v1
+kind: ConversationTest
+metadata:
+  name: refund-answer
+spec:
+  chatbots: [support]
+  conversation:
+    - role: user
+      content: How long does a refund take?
+      expect:
+        contains: 5 days
+"""
+SECRET = "s3cr3t-Phrase-42"
+
+
+def scripted(bench: Bench, answer: str) -> None:
+    bench.admin(
+        "PUT", "/chatbots/bot-1/replies", {"replies": [{"pattern": "refund", "answer": answer}]}
+    )
+
+
+def conversation_test(runner: Runner, bench: Bench) -> None:
+    """The chatbot's instructions hold a ${secret:} value, its test sits in a file of its own."""
+    bench.write("support.yaml", bot_yaml(settings="name: Support\ninstructions: ${secret:CODE}"))
+    bench.write("tests.yaml", REFUND_TEST)
+    runner.env["CODE"] = SECRET
+
+
+def every_output(run: StepRun) -> str:
+    files = [run.outputs["comment-file"], run.outputs["junit-file"]]
+    texts = [Path(f).read_text(encoding="utf-8") for f in files if f]
+    return "\n".join([run.stdout, run.stderr, run.summary, *texts])
+
+
+def test_the_action_runs_the_conversation_tests(runner: Runner, bench: Bench) -> None:
+    conversation_test(runner, bench)
+    scripted(bench, "Refunds take 5 days from the day we receive the item.")
+    run = runner.run(command="test", path="config/", state=".botctl/state.json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (run.outputs["exitcode"], run.outputs["has-changes"]) == ("0", "false")
+    comment = Path(run.outputs["comment-file"]).read_text(encoding="utf-8")
+    assert comment.startswith(
+        "<!-- botctl:test -->\n### botctl test\n\n"
+        "**Tests: 1 passed, 0 failed, 0 error(s) (1 in all).**\n"
+    )
+    assert run.summary == comment + "\n"
+    assert "<details><summary>Passed (1)</summary>" in comment
+    assert "| support (`bot-1`) | `refund-answer` | passed | 1/1 | " in comment
+    # The log: the text report folded and inert, the summary a notice, stderr relayed inert.
+    assert names(run.stdout) == ["group", "stop-commands", "endgroup", "notice", "stop-commands"]
+    assert "PASS  refund-answer  support (bot-1)" in run.stdout
+    junit = Path(run.outputs["junit-file"])
+    assert junit.parent == runner.temp
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    assert (case.get("classname"), case.get("name")) == ("refund-answer", "support (bot-1)")
+    assert case.find("failure") is None
+    assert SECRET not in every_output(run)
+    assert KEY not in every_output(run)
+    assert [w["path"] for w in bench.writes()] == ["/api/v1/chat"]  # only the chat
+
+
+def test_a_failed_conversation_test_fails_the_step(runner: Runner, bench: Bench) -> None:
+    conversation_test(runner, bench)
+    hostile = (
+        f"Sorry, I cannot help. ::set-output name=x::1 ##vso[task.x]1 <b>@team</b> `{KEY}` "
+        f"the code is {SECRET} | and " + "blah " * 60
+    )
+    scripted(bench, hostile)
+    run = runner.run(command="test", path="config/", state=".botctl/state.json")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert (run.outputs["exitcode"], run.outputs["has-changes"]) == ("3", "false")
+    # The failed test is an error annotation on its document; nothing else runs.
+    commands = executed(run.stdout)
+    assert [c.name for c in commands] == [
+        "group", "stop-commands", "endgroup", "error", "error", "stop-commands"
+    ]  # fmt: skip
+    failure, verdict = commands[3], commands[4]
+    assert (failure.properties["file"], failure.properties["line"]) == ("config/tests.yaml", "1")
+    assert failure.properties["title"] == "botctl test: refund-answer failed"
+    assert 'message 1: contains "5 days": not in the answer "Sorry, I cannot help.' in failure.data
+    assert verdict.data == "Tests: 0 passed, 1 failed, 0 error(s) (1 in all)."
+    summary = run.summary
+    assert summary.startswith(
+        "<!-- botctl:test -->\n### botctl test\n\n**Tests: 0 passed, 1 failed"
+    )
+    assert "**Failed or not run (1)**" in summary
+    (row,) = [line for line in summary.splitlines() if line.startswith("| support")]
+    assert row.startswith("| support (`bot-1`) | `refund-answer` | **failed** | 0/1 | message 1")
+    # The answer quoted shortened (at most 160 characters, the cut marked), shown as text.
+    assert row.endswith('blah b..." |')
+    assert "blah " * 40 not in row
+    assert "\\<b\\>\\@team\\</b\\>" in row
+    assert "<b>" not in summary
+    assert "(secret)" in row
+    junit = Path(run.outputs["junit-file"])
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
+    failed = ET.parse(junit).getroot().find(".//failure")
+    assert failed is not None
+    assert "Sorry, I cannot help." in (failed.get("message") or "")
+    everything = every_output(run)
+    assert SECRET not in everything
+    assert KEY not in everything
+    assert "::set-output" in run.stdout  # shown, inside the stop-commands block only
+
+
+def test_bad_test_input_is_annotated_on_the_file(runner: Runner, bench: Bench) -> None:
+    conversation_test(runner, bench)
+    bench.write("tests.yaml", REFUND_TEST.replace("contains: 5 days", "contains: [5 days"))
+    run = runner.run(command="test", path="config/")
+    assert run.returncode == 1
+    assert (run.outputs["exitcode"], run.outputs["junit-file"]) == ("1", "")
+    errors = [c for c in executed(run.stdout) if c.name == "error"]
+    assert errors[0].properties["file"] == "config/tests.yaml"
+    assert errors[0].properties["line"] == "12"
+    assert run.summary.startswith(
+        "<!-- botctl:test -->\n### botctl test\n\n**botctl test failed** (exit code 1)."
+    )
+    assert "- error: `config/tests.yaml:12:" in run.summary
+    assert bench.requests() == []
+
+
+def test_apply_with_tests_fails_the_step_when_a_test_fails(runner: Runner, bench: Bench) -> None:
+    conversation_test(runner, bench)
+    scripted(bench, "Sorry, I cannot help with that.")
+    run = runner.run(command="apply", path="config/", state=".botctl/state.json", args="--test")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert (run.outputs["exitcode"], run.outputs["has-changes"]) == ("3", "true")
+    assert names(run.stdout) == ["stop-commands"]  # the log, relayed inert
+    assert run.summary.startswith(
+        "<!-- botctl:apply -->\n### botctl apply\n\nApply complete: 1 applied, 0 failed, "
+        "0 not attempted. **Conversation tests failed** (exit code 3).\n\n"
+        "**Tests: 0 passed, 1 failed, 0 error(s) (1 in all).**\n\nFailed or not run:\n"
+    )
+    assert "FAIL  refund-answer  support (bot-1)" in run.summary
+    assert '"Sorry, I cannot help with that."' in run.summary
+    junit = Path(run.outputs["junit-file"])
+    assert ET.parse(junit).getroot().get("failures") == "1"
+    assert SECRET not in every_output(run)
+    assert KEY not in every_output(run)
 
 
 # --- the step's parts ---------------------------------------------------------------------------
