@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import xml.etree.ElementTree as ET
 import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,9 +220,13 @@ def test_the_action_annotates_errors_and_fails(runner: Runner, bench: Bench) -> 
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ({"command": "destroy"}, "must be one of validate, plan, apply, drift, got 'destroy'"),
+        (
+            {"command": "destroy"},
+            "must be one of validate, plan, apply, drift, test, got 'destroy'",
+        ),
         ({"command": "plan", "args": "--format=json"}, "must not set --format=json"),
         ({"command": "drift", "args": "--comment-out x.md"}, "must not set --comment-out"),
+        ({"command": "test", "args": "--junit=x.xml"}, "must not set --junit=x.xml"),
         ({"command": "plan", "args": "--target 'unclosed"}, "split like a shell line"),
     ],
 )
@@ -486,6 +490,28 @@ def test_command_lines_for_each_command(tmp_path: Path) -> None:
         "apply", "--auto-approve", "--plan", "plan.json"
     ]  # fmt: skip
     assert argv("drift")[-2:] == ["--comment-out", str(comment)]
+    junit = tmp_path / "j.xml"
+    inputs = Inputs.from_environ(
+        {"INPUT_COMMAND": "test", "INPUT_PATH": "bots/", "INPUT_ARGS": "--test 'refund-*'"}
+    )
+    assert botctl_argv(inputs, comment, "abc123", junit)[3:] == [
+        "test",
+        "bots/",
+        "--format",
+        "github",
+        "--comment-out",
+        str(comment),
+        "--junit",
+        str(junit),
+        "--test",
+        "refund-*",
+    ]  # fmt: skip (never scoped: every test of the selected chatbots runs)
+    inputs = Inputs.from_environ({"INPUT_COMMAND": "apply", "INPUT_ARGS": "--test"})
+    assert botctl_argv(inputs, comment, None, junit)[3:] == [
+        "apply", "--junit", str(junit), "--auto-approve", "--test"
+    ]  # fmt: skip
+    inputs = Inputs.from_environ({"INPUT_COMMAND": "apply"})
+    assert "--junit" not in botctl_argv(inputs, comment, None, junit)
     inputs = Inputs.from_environ({"INPUT_COMMAND": "plan", "INPUT_PATH": "bots/"})
     assert botctl_argv(inputs, comment, "abc123")[3:6] == ["plan", "bots/", "--changed-since"]
     with pytest.raises(InputError, match="give it as the input 'changed-since'"):
@@ -513,7 +539,7 @@ def test_action_declares_what_the_issue_asks_for() -> None:
     assert set(ACTION["inputs"]) == {"command", "path", "state", "args", "changed-since"}
     assert ACTION["inputs"]["changed-since"]["default"] == "auto"
     assert ACTION["inputs"]["command"]["required"] is True
-    assert set(ACTION["outputs"]) == {"exitcode", "has-changes", "comment-file"}
+    assert set(ACTION["outputs"]) == {"exitcode", "has-changes", "comment-file", "junit-file"}
     assert ACTION["runs"]["using"] == "composite"
     step_ids = {step.get("id") for step in ACTION["runs"]["steps"]}
     for spec in ACTION["outputs"].values():

@@ -16,7 +16,7 @@ import re
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from botctl.annotations import annotation, command, inert, inert_block
+from botctl.annotations import annotation, command, inert, inert_block, visible
 from botctl.conversation.report import CaseResult, TestReport
 from botctl.defaults import COMMENT_LIMIT
 from botctl.reconcile.apply import ApplyReport
@@ -200,7 +200,7 @@ def _case_row(case: CaseResult, *, failed: bool) -> md.Row:
         runs += f" (needs {case.pass_rate:.0%})"
     if failed:
         problems = _problems(case)
-        shown = [md.text(p) for p in problems[:CELL_FAILURES]]
+        shown = [md.text(visible(p)) for p in problems[:CELL_FAILURES]]
         if len(problems) > CELL_FAILURES:
             shown.append(f"_... {len(problems) - CELL_FAILURES} more_")
         last = "<br>".join(shown)
