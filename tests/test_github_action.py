@@ -226,7 +226,7 @@ def test_the_action_annotates_errors_and_fails(runner: Runner, bench: Bench) -> 
         ),
         ({"command": "plan", "args": "--format=json"}, "must not set --format=json"),
         ({"command": "drift", "args": "--comment-out x.md"}, "must not set --comment-out"),
-        ({"command": "test", "args": "--junit=x.xml"}, "must not set --junit=x.xml"),
+        ({"command": "test", "args": "--format=json"}, "must not set --format=json"),
         ({"command": "plan", "args": "--target 'unclosed"}, "split like a shell line"),
     ],
 )
@@ -452,7 +452,8 @@ def test_bad_test_input_is_annotated_on_the_file(runner: Runner, bench: Bench) -
 def test_apply_with_tests_fails_the_step_when_a_test_fails(runner: Runner, bench: Bench) -> None:
     conversation_test(runner, bench)
     scripted(bench, "Sorry, I cannot help with that.")
-    run = runner.run(command="apply", path="config/", state=".botctl/state.json", args="--test")
+    args = "--test --junit reports/apply.xml"  # a path of the workflow's own: the output
+    run = runner.run(command="apply", path="config/", state=".botctl/state.json", args=args)
     assert run.returncode == 3, run.stdout + run.stderr
     assert (run.outputs["exitcode"], run.outputs["has-changes"]) == ("3", "true")
     assert names(run.stdout) == ["stop-commands"]  # the log, relayed inert
@@ -463,10 +464,17 @@ def test_apply_with_tests_fails_the_step_when_a_test_fails(runner: Runner, bench
     )
     assert "FAIL  refund-answer  support (bot-1)" in run.summary
     assert '"Sorry, I cannot help with that."' in run.summary
-    junit = Path(run.outputs["junit-file"])
-    assert ET.parse(junit).getroot().get("failures") == "1"
+    assert run.outputs["junit-file"] == str(bench.workdir / "reports" / "apply.xml")
+    junit = ET.parse(run.outputs["junit-file"]).getroot()
+    assert junit.get("failures") == "1"
     assert SECRET not in every_output(run)
     assert KEY not in every_output(run)
+    # A run that fails before its tests: the report of the run before is not this one's.
+    bench.write("tests.yaml", "kind: [")
+    again = runner.run(command="apply", path="config/", state=".botctl/state.json", args=args)
+    assert again.returncode == 1, again.stdout
+    assert (again.outputs["exitcode"], again.outputs["junit-file"]) == ("1", "")
+    assert (bench.workdir / "reports" / "apply.xml").exists()
 
 
 # --- the step's parts ---------------------------------------------------------------------------
@@ -510,8 +518,12 @@ def test_command_lines_for_each_command(tmp_path: Path) -> None:
     assert botctl_argv(inputs, comment, None, junit)[3:] == [
         "apply", "--junit", str(junit), "--auto-approve", "--test"
     ]  # fmt: skip
-    inputs = Inputs.from_environ({"INPUT_COMMAND": "apply"})
-    assert "--junit" not in botctl_argv(inputs, comment, None, junit)
+    for plain in ("", "--test --junit=r.xml"):  # no tests; a report path of the workflow's
+        inputs = Inputs.from_environ({"INPUT_COMMAND": "apply", "INPUT_ARGS": plain})
+        assert str(junit) not in botctl_argv(inputs, comment, None, junit)
+    assert Inputs.from_environ({"INPUT_COMMAND": "test", "INPUT_ARGS": "--junit r.xml"}).junit == (
+        "r.xml"
+    )
     inputs = Inputs.from_environ({"INPUT_COMMAND": "plan", "INPUT_PATH": "bots/"})
     assert botctl_argv(inputs, comment, "abc123")[3:6] == ["plan", "bots/", "--changed-since"]
     with pytest.raises(InputError, match="give it as the input 'changed-since'"):

@@ -51,7 +51,7 @@ EXIT_CHANGES = 2
 EXIT_TEST_FAILED = 3
 # The exit codes that are a result, not a failure of the step: changes, drift.
 RESULTS = {"plan": (0, EXIT_CHANGES), "drift": (0, EXIT_CHANGES)}
-SET_BY_THE_ACTION = ("--format", "--comment-out", "--junit")
+SET_BY_THE_ACTION = ("--format", "--comment-out")
 _APPLIED = re.compile(r"^Apply (?:complete|incomplete): (\d+) applied", re.MULTILINE)
 
 
@@ -97,6 +97,16 @@ class Inputs:
         return cls(command, paths, state, args, changed_since)
 
     @property
+    def junit(self) -> str | None:
+        """The JUnit report's path given in ``args`` (``--junit FILE``), if any."""
+        for i, arg in enumerate(self.args):
+            if arg == "--junit" and i + 1 < len(self.args):
+                return self.args[i + 1]
+            if arg.startswith("--junit="):
+                return arg.removeprefix("--junit=")
+        return None
+
+    @property
     def tests(self) -> bool:
         """Whether the command runs conversation tests (``test``, ``apply --test``)."""
         return self.command == "test" or (self.command == "apply" and "--test" in self.args)
@@ -123,7 +133,7 @@ def botctl_argv(
         argv += ["--format", "github"]
     if inputs.command in COMMENTED:
         argv += ["--comment-out", str(comment_file)]
-    if junit_file is not None and inputs.tests:
+    if junit_file is not None and inputs.tests and inputs.junit is None:
         argv += ["--junit", str(junit_file)]
     if inputs.command == "plan":
         argv.append("--detailed-exitcode")
@@ -323,6 +333,14 @@ def set_outputs(path: str, outputs: Mapping[str, str]) -> None:
                 out.write(f"{name}={value}\n")
 
 
+def _mtime(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_size
+
+
 def main(environ: Mapping[str, str] = os.environ) -> int:
     try:
         inputs = Inputs.from_environ(environ)
@@ -333,11 +351,14 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
     handle, name = tempfile.mkstemp(prefix=f"botctl-{inputs.command}-", suffix=".md", dir=directory)
     os.close(handle)
     comment_file = Path(name)  # empty: botctl writes it, or this step does
-    junit_file = Path(name).with_suffix(".junit.xml")  # botctl writes it when tests run
+    # botctl writes the JUnit report when tests run: where args say, else beside the comment.
+    junit_file = Path(os.path.abspath(inputs.junit or Path(name).with_suffix(".junit.xml")))
+    before = _mtime(junit_file)  # a report left by an earlier run is not this one's
     since, warning = scope(inputs, environ)
     if warning is not None:
         print(annotation("warning", warning, title="botctl action: changed-since"), flush=True)
     outcome = run(inputs, comment_file, since, junit_file)
+    written = junit_file.is_file() and _mtime(junit_file) != before
     comment_file.write_text(outcome.comment, encoding="utf-8")
     if environ.get("GITHUB_STEP_SUMMARY"):
         with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
@@ -349,7 +370,7 @@ def main(environ: Mapping[str, str] = os.environ) -> int:
                 "exitcode": str(outcome.exitcode),
                 "has-changes": "true" if outcome.has_changes else "false",
                 "comment-file": str(comment_file),
-                "junit-file": str(junit_file) if junit_file.is_file() else "",
+                "junit-file": str(junit_file) if written else "",
             },
         )
     return outcome.exitcode if failed(inputs.command, outcome.exitcode) else 0
