@@ -568,7 +568,7 @@ def botctl_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_github_workflow_uses_only_what_the_action_declares() -> None:
     jobs = WORKFLOW["jobs"]
-    assert set(jobs) == {"plan", "apply", "drift"}
+    assert set(jobs) == {"plan", "test", "apply", "drift"}
     triggers = WORKFLOW[True]  # YAML 1.1 reads the key `on` as true
     assert {"pull_request", "push", "schedule"} <= set(triggers)
     for job in jobs.values():
@@ -576,7 +576,7 @@ def test_github_workflow_uses_only_what_the_action_declares() -> None:
         assert len(steps) == 1
         (step,) = steps
         assert set(step["with"]) <= set(ACTION["inputs"])
-        assert step["with"]["command"] in {"validate", "plan", "apply", "drift"}
+        assert step["with"]["command"] in {"validate", "plan", "apply", "drift", "test"}
         ids = {s.get("id") for s in job["steps"]}
         text = yaml.safe_dump(job)
         for step_id, output in re.findall(r"steps\.([\w-]+)\.outputs\.([\w-]+)", text):
@@ -586,6 +586,16 @@ def test_github_workflow_uses_only_what_the_action_declares() -> None:
     assert jobs["apply"]["concurrency"]["cancel-in-progress"] is False
     uses = {s.get("uses", "").split("@")[0] for job in jobs.values() for s in job["steps"]}
     assert {"peter-evans/find-comment", "peter-evans/create-or-update-comment"} <= uses
+    # Tests on pull requests: their comment found by its marker, their JUnit to a report.
+    test = jobs["test"]
+    assert test["if"] == "github.event_name == 'pull_request'"
+    (step,) = botctl_steps(test)
+    assert step["with"]["command"] == "test"
+    found = next(s for s in test["steps"] if s.get("uses", "").startswith("peter-evans/find"))
+    assert found["with"]["body-includes"] == "<!-- botctl:test -->"
+    report = next(s for s in test["steps"] if "junit-report" in s.get("uses", ""))
+    assert report["with"]["report_paths"] == "${{ steps.test.outputs.junit-file }}"
+    assert "!cancelled()" in report["if"]  # a failed test fails the step: report it anyway
 
 
 def test_gitlab_template_calls_botctl_with_options_that_exist() -> None:
@@ -598,7 +608,7 @@ def test_gitlab_template_calls_botctl_with_options_that_exist() -> None:
     ]
     assert all(isinstance(line, str) for line in lines)  # an unquoted ": " makes a mapping
     calls = [line.split() for line in lines if line.lstrip().startswith("botctl ")]
-    assert {c[1] for c in calls} == {"validate", "plan", "apply", "drift"}
+    assert {c[1] for c in calls} == {"validate", "plan", "apply", "drift", "test"}
     for call in calls:
         command = cli.commands[call[1]]
         options = {opt for param in command.params for opt in param.opts}
@@ -634,6 +644,35 @@ def test_gitlab_template_scopes_merge_request_plans_to_the_merge_base() -> None:
             check=True,
         )
         assert out.stdout == expected
+
+
+def test_gitlab_test_job_publishes_its_junit_report(runner: Runner, bench: Bench) -> None:
+    """The botctl-test job's script, run as GitLab's shell runs it, against the sandbox: the
+    file it declares as its JUnit report is the one botctl writes, a failed test included."""
+    job = GITLAB["botctl-test"]
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    assert job["artifacts"]["when"] == "always"
+    report = job["artifacts"]["reports"]["junit"]
+    assert report in job["artifacts"]["paths"]
+    assert shutil.which("botctl", path=runner.env["PATH"]), "botctl on PATH, as the job has it"
+    conversation_test(runner, bench)
+    for answer, code in (("It takes 5 days.", 0), ("Sorry, I cannot help with that.", 3)):
+        scripted(bench, answer)
+        done = subprocess.run(
+            ["sh", "-ec", "\n".join(job["script"])],
+            cwd=bench.workdir,
+            env={**runner.env, "BOTCTL_PATH": "config/"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == code, done.stdout + done.stderr
+        xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(bench.workdir / report))
+        root = ET.parse(bench.workdir / report).getroot()
+        assert root.get("failures") == str(int(code == 3))
+        for kept in job["artifacts"]["paths"]:
+            assert SECRET not in (bench.workdir / kept).read_text(encoding="utf-8")
+    assert (bench.workdir / "botctl-test.md").read_text().startswith("<!-- botctl:test -->")
 
 
 def test_comment_limit_leaves_room_under_githubs() -> None:
