@@ -277,6 +277,20 @@ def test_junit_report_is_valid_and_quotes_the_failure(bench: Bench) -> None:
     assert '"Sorry, I cannot help with that."' in (failure.get("message") or "")
 
 
+def test_markdown_and_comment_of_a_failed_test(bench: Bench) -> None:
+    bench.write("support.yaml", chatbot("Be brief.") + "---\n" + REFUND_TEST)
+    bench.run("apply", "--auto-approve", str(bench.config_dir))
+    comment = bench.workdir / "out" / "test.md"
+    result = bench.run(
+        "test", str(bench.config_dir), "--format", "markdown", "--comment-out", str(comment)
+    )
+    assert result.exit_code == 3, result.output
+    assert result.stdout.startswith("### botctl test\n\n**Tests: 0 passed, 1 failed")
+    assert "| support (`bot-1`) | `refund-answer` | **failed** | 0/1 |" in result.stdout
+    assert 'not in the answer "Sorry, I cannot help with that."' in result.stdout
+    assert comment.read_text() == "<!-- botctl:test -->\n" + result.stdout
+
+
 def test_secrets_and_key_never_appear_in_output_or_junit(bench: Bench) -> None:
     """An answer that echoes the API key or a ${secret:} value is quoted with both masked."""
     secret = "s3cr3t-Phrase-42"

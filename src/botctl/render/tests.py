@@ -180,9 +180,16 @@ def render_tests_markdown(report: TestReport, *, limit: int | None = None) -> st
             ["", "</details>"],
             "\n" + _cut_note(),
         )
-    if report.untested:
-        listed = ", ".join(md.code(name) for name in report.untested)
-        doc.add("", f"No conversation test covers: {listed}")
+    doc.section(
+        [
+            "",
+            f"<details><summary>No conversation test covers ({len(report.untested)})</summary>",
+            "",
+        ],
+        [md.Row((f"- {md.code(name)}",), {"untested chatbot": 1}) for name in report.untested],
+        ["", "</details>"],
+        "- " + _cut_note(),
+    )
     doc.tail(_cut_note())
     return doc.render()
 
