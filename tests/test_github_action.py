@@ -449,6 +449,25 @@ def test_bad_test_input_is_annotated_on_the_file(runner: Runner, bench: Bench) -
     assert bench.requests() == []
 
 
+def test_a_test_that_cannot_run_fails_the_step_and_says_why(runner: Runner, bench: Bench) -> None:
+    bench.add_account("free-key", plan="free")
+    bench.create_bot("bot-free", account="free-key")
+    bench.write("support.yaml", bot_yaml(chatbot_id="bot-free", settings="name: Free"))
+    bench.write("tests.yaml", REFUND_TEST)
+    runner.env["BOTCTL_API_KEY"] = "free-key"
+    run = runner.run(command="test", path="config/")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.outputs["exitcode"] == "1"
+    assert "**Tests: 0 passed, 0 failed, 1 error(s) (1 in all).**" in run.summary
+    (row,) = [line for line in run.summary.splitlines() if line.startswith("| support")]
+    assert "| **error** (not run) | 0/1 | the service refused the chat operation (HTTP 403)" in row
+    errors = [c for c in executed(run.stdout) if c.name == "error"]
+    assert errors[0].properties["title"] == "botctl test: refund-answer could not run"
+    junit = ET.parse(run.outputs["junit-file"]).getroot()
+    assert junit.get("errors") == "1"
+    assert "free-key" not in every_output(run)
+
+
 def test_apply_with_tests_fails_the_step_when_a_test_fails(runner: Runner, bench: Bench) -> None:
     conversation_test(runner, bench)
     scripted(bench, "Sorry, I cannot help with that.")
