@@ -104,6 +104,21 @@ class Receiver:
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [b for b in self.bodies if b["event"]["type"] == kind]
 
+    def wait_for(
+        self,
+        kind: str,
+        where: Callable[[dict[str, Any]], bool] = lambda body: True,
+        timeout: float = 20,
+    ) -> list[dict[str, Any]]:
+        """Every ``kind`` event received, once one ``where`` holds for has arrived: the agent
+        sends notifications from a queue of their own, after the status it reports."""
+        deadline = time.monotonic() + timeout
+        while not any(where(body) for body in self.events(kind)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {kind} notification arrived: {self.bodies}")
+            time.sleep(0.02)
+        return self.events(kind)
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()

@@ -154,8 +154,7 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
         assert doc["appliedRevision"] == second
         assert doc["revision"] == second  # the last good revision is kept
         assert bench.writes() == []
-        failed = receiver.events("failed")
-        assert any(e["event"]["revision"] == third for e in failed), receiver.bodies
+        failed = receiver.wait_for("failed", lambda e: e["event"]["revision"] == third)
         assert "bots/sales.yaml:" in failed[-1]["text"]
 
         # The next good commit syncs.
@@ -164,7 +163,7 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
         doc = agent.wait_for(lambda d: d["appliedRevision"] == fourth and all_synced(d), 20)
         assert doc["invalidRevision"] is None
         assert settings_of(bench, "bot-2")["temp"] == 0.9
-        synced = receiver.events("synced")
+        synced = receiver.wait_for("synced", lambda e: e["event"]["revision"] == fourth)
         assert {e["event"]["revision"] for e in synced} >= {first, second, fourth}
         assert all("text" in b for b in receiver.bodies)
 
@@ -221,7 +220,7 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         assert by_id(doc)["bot-1"]["drift"] == {"changed_outside": 1}
         time.sleep(1.0)  # a few more cycles: reported, never re-applied
         assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"
-        drift = receiver.events("drift")
+        drift = receiver.wait_for("drift")
         assert len(drift) == 1, receiver.bodies  # once, not every cycle
         assert drift[0]["event"]["items"][0]["key"] == "model"
         assert "support" in drift[0]["text"]
@@ -238,7 +237,7 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
             what="healed",
         )
         assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
-        healed = receiver.events("healed")
+        healed = receiver.wait_for("healed")
         assert len(healed) == 1
         assert healed[0]["event"]["items"][0]["key"] == "model"
         cycle = next(c for c in doc["cycles"] if c["result"] == "healed")
@@ -301,12 +300,12 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
         families = text_string_to_metric_families(agent.get("/metrics").text)
         backoff = next(f for f in families if f.name == "botctl_agent_backoff_seconds")
         assert backoff.samples[0].value == 3
-        assert len(receiver.events("failed")) == 1  # the first failure of a run only
+        assert len(receiver.wait_for("failed")) == 1  # the first failure of a run only
         bench.admin("DELETE", "/faults")
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] == 0, 60, "recovery")
         assert doc["backoffSeconds"] == 0
         assert agent.get("/readyz").status_code == 200
-        (recovered,) = receiver.events("recovered")
+        (recovered,) = receiver.wait_for("recovered")
         assert recovered["event"]["failedCycles"] >= 3
     finally:
         assert agent.stop(signal.SIGTERM) == 0
@@ -430,12 +429,12 @@ def test_a_failed_operation_marks_its_chatbot_failed_and_is_retried(
         assert doc["cycles"][0]["result"] == "failed"
         assert doc["appliedRevision"] is None  # not applied whole: tried again
         agent.wait_for(lambda d: by_id(d)["bot-2"]["status"] == "Synced", what="the other")
-        assert receiver.events("failed")
+        receiver.wait_for("failed")
         bench.admin("DELETE", "/faults")
         doc = agent.wait_for(all_synced, 60, "retried")
         assert doc["appliedRevision"] is not None
         assert by_id(doc)["bot-1"]["lastError"] is None
-        assert receiver.events("recovered")
+        receiver.wait_for("recovered")
     finally:
         assert agent.stop(signal.SIGTERM) == 0
 
