@@ -230,3 +230,9 @@ def agent_env(api_url: str, **extra: str) -> dict[str, str]:
 
 def by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {b["chatbotId"]: b for b in doc["chatbots"]}
+
+
+def last_cycle(doc: dict[str, Any]) -> str | None:
+    """The result of the agent's latest cycle; None before its first (an agent that has just
+    become active, a slow machine)."""
+    return str(doc["cycles"][0]["result"]) if doc["cycles"] else None

@@ -14,7 +14,7 @@ import pytest
 
 from botctl.store.lock import read_lock
 from botctl.store.state import load_state
-from tests.agent.support import AgentProcess
+from tests.agent.support import AgentProcess, last_cycle
 from tests.e2e_support import Bench, bot_yaml
 from tests.test_signals import assert_recorded, successful_writes, wait_until_answered
 
@@ -98,7 +98,7 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
 
         # A change: applied once, by the holder.
         bench.write("b0.yaml", bot_yaml("b0", "bot-0", settings="temp: 0.4"))
-        first.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied")
+        first.wait_for(lambda d: last_cycle(d) == "applied", what="applied")
         time.sleep(0.6)
         assert len(settings_writes(bench)) == 4
 
@@ -110,7 +110,7 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         assert holder is not None
         assert holder.pid == second.proc.pid
         bench.write("b1.yaml", bot_yaml("b1", "bot-1", settings="temp: 0.5"))
-        second.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied by 2")
+        second.wait_for(lambda d: last_cycle(d) == "applied", what="applied by 2")
         assert len(settings_writes(bench)) == 5
 
         # Pause the new holder past its lease: a third agent takes over; once resumed, the
@@ -120,7 +120,7 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         agents.append(third)
         third.wait_for(lambda d: d["role"] == "active", 30, "third takes over")
         bench.write("b2.yaml", bot_yaml("b2", "bot-2", settings="temp: 0.6"))
-        third.wait_for(lambda d: d["cycles"][0]["result"] == "applied", what="applied by 3")
+        third.wait_for(lambda d: last_cycle(d) == "applied", what="applied by 3")
         second.proc.send_signal(signal.SIGCONT)
         second.wait_for(lambda d: d["role"] == "standby", 30, "the paused one stands by")
         time.sleep(0.6)

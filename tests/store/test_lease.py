@@ -18,7 +18,7 @@ from botctl.store.lock import Lease, LeasedBackend, StateLock, read_lock
 from botctl.store.state import StateWriter, read_state
 from tests.store.conftest import StateUnderTest
 
-LEASE = 1.0
+LEASE = 2.0  # renewed every 0.67 s: a git commit on a loaded machine fits well within it
 
 
 def lapse(lease: Lease) -> None:
