@@ -194,6 +194,34 @@ def test_create_attribute_returns_data() -> None:
     assert script.requests[0].method == "POST"
 
 
+def test_responses_are_counted_by_operation_without_what_it_names() -> None:
+    """The counts feed the agent's Prometheus labels: one series per kind of operation, never
+    one per attribute or contact (a rename updates every contact)."""
+    script = Script(reply(200, {"message": "Success", "data": {}}))
+    client = make(script)
+
+    async def calls() -> None:
+        async with client:
+            for contact in ("c1", "c2", "c3"):
+                await client.update_contact("bot1", contact, {"tier": "pro"})
+            for name in ("plan", "tier"):
+                await client.create_attribute("bot1", {"name": name, "type": "text"})
+                await client.update_attribute("bot1", name, {"label": name})
+            await client.request(
+                "GET", "/widgets/w1", "read widget w1", "read", label="read widget"
+            )
+            await client.request("GET", "/things", "read things", "read")
+
+    run(calls())
+    assert dict(client.stats.responses) == {
+        ("update contact", "200"): 3,
+        ("create attribute", "200"): 2,
+        ("update attribute", "200"): 2,
+        ("read widget", "200"): 1,
+        ("read things", "200"): 1,
+    }
+
+
 # -- retries -----------------------------------------------------------------------------------
 
 

@@ -220,14 +220,30 @@ class ServiceClient:
     async def create_attribute(self, chatbot_id: str, body: dict[str, Any]) -> dict[str, Any]:
         name = str(body.get("name", ""))
         path = f"/chatbots/{_seg(chatbot_id)}/custom-attributes"
-        call = Call("POST", path, f"create attribute {name}", "create", chatbot_id, body)
+        call = Call(
+            "POST",
+            path,
+            f"create attribute {name}",
+            "create",
+            chatbot_id,
+            body,
+            label="create attribute",
+        )
         return _data(await self._send(call))
 
     async def update_attribute(
         self, chatbot_id: str, name: str, body: dict[str, Any]
     ) -> dict[str, Any]:
         path = f"/chatbots/{_seg(chatbot_id)}/custom-attributes/{_seg(name)}"
-        call = Call("PUT", path, f"update attribute {name}", "idempotent", chatbot_id, body)
+        call = Call(
+            "PUT",
+            path,
+            f"update attribute {name}",
+            "idempotent",
+            chatbot_id,
+            body,
+            label="update attribute",
+        )
         return _data(await self._send(call))
 
     async def request(
@@ -239,13 +255,16 @@ class ServiceClient:
         *,
         chatbot_id: str | None = None,
         body: dict[str, Any] | None = None,
+        label: str | None = None,
     ) -> Any:
         """One request under ``path`` (below the API's base URL), with everything the named
         operations above get: retries as ``kind`` allows ("read", "idempotent", "create"),
         pacing, the deadline, bounded answers, errors that name ``operation`` and never the
         key. Returns the answer's JSON (None when it is empty). The building block of a
-        resource kind's own methods; a path segment from data goes through ``path_segment``."""
-        call = Call(method, path, operation, kind, chatbot_id, body)
+        resource kind's own methods; a path segment from data goes through ``path_segment``.
+        An ``operation`` that names what it acts on ("update widget w1") gives ``label``, the
+        operation without it ("update widget"), for the metrics."""
+        call = Call(method, path, operation, kind, chatbot_id, body, label=label)
         reply = await self._send(call)
         return self._say.json_of(call, reply) if reply.content.strip() else None
 
@@ -282,7 +301,15 @@ class ServiceClient:
         or replaces the map). The same body twice leaves the same contact: retryable."""
         path = f"/chatbots/{_seg(chatbot_id)}/contacts/{_seg(contact_id)}"
         body = {"data": {"custom_attributes": custom_attributes}}
-        call = Call("PATCH", path, f"update contact {contact_id}", "idempotent", chatbot_id, body)
+        call = Call(
+            "PATCH",
+            path,
+            f"update contact {contact_id}",
+            "idempotent",
+            chatbot_id,
+            body,
+            label="update contact",
+        )
         return _data(await self._send(call))
 
     async def chat(
@@ -349,14 +376,14 @@ class ServiceClient:
             try:
                 reply = await self._attempt(call, attempt)
             except httpx.RequestError as exc:
-                self.stats.responses[(_kind_of(call), "error")] += 1
+                self.stats.responses[(call.metric, "error")] += 1
                 if attempt >= self.retry.max_attempts or not may_retry_failure(call.kind, exc):
                     self.stats.failed += 1
                     # Not chained: httpx's own text may quote what botctl just redacted.
                     raise self._say.transport_error(call, exc, attempt) from None
                 await self._backoff(attempt, None)
                 continue
-            self.stats.responses[(_kind_of(call), str(reply.status_code))] += 1
+            self.stats.responses[(call.metric, str(reply.status_code))] += 1
             announced = self._watch_window(reply)
             if reply.status_code == 429:
                 self.stats.throttled += 1
@@ -473,10 +500,3 @@ def _seg(value: str) -> str:
 def path_segment(value: str) -> str:
     """``value`` as one segment of a request path (``/`` and the rest escaped)."""
     return _seg(value)
-
-
-def _kind_of(call: Call) -> str:
-    """The operation of a call without the attribute it names ("create attribute"): a label
-    of bounded cardinality for metrics."""
-    words = call.operation.split()
-    return " ".join(words[:2]) if words[1:2] == ["attribute"] else call.operation

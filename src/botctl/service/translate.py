@@ -50,6 +50,13 @@ class Call:
     chatbot_id: str | None = None
     body: dict[str, Any] | None = None
     accept: str | None = None  # the Accept header, when not JSON (the chat's event stream)
+    # The operation without what it names ("create attribute"), when it names something: the
+    # metrics label, whose values must stay few (not one per attribute or contact).
+    label: str | None = None
+
+    @property
+    def metric(self) -> str:
+        return self.label if self.label is not None else self.operation
 
 
 @dataclass(frozen=True)
