@@ -13,6 +13,7 @@ from typing import Any
 from botctl import contract, lint
 from botctl.config.document import chatbot_id_problem
 from botctl.config.export import Exported, document_files
+from botctl.config.resolve import Fleet
 from botctl.config.revision import revisions
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import (
@@ -360,7 +361,7 @@ async def run_apply(
             writer = StateWriter(state, backend, version=stored.version, command="apply")
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())
-                _record_rollout(writer, desired, ws)
+                _record_rollout(writer, desired, fleet)
                 writer.flush()
                 writer.raise_if_failed()
                 if after_apply is None:
@@ -392,7 +393,7 @@ async def run_apply(
                 )
                 complete = report.ok and not stop.requested
                 if complete:
-                    _record_rollout(writer, desired, ws)
+                    _record_rollout(writer, desired, fleet)
                 writer.flush()
                 if after_apply and complete and writer.error is None:
                     after = await after_apply(Applied(plan, report, previous, clients, writer))
@@ -423,13 +424,15 @@ def _check_renames_can_read(plan: Plan, ws: Workspace) -> None:
         )
 
 
-def _record_rollout(writer: StateWriter, desired: Desired | None, ws: Workspace) -> None:
+def _record_rollout(writer: StateWriter, desired: Desired | None, fleet: Fleet | None) -> None:
     """After a complete apply of the configuration: the chatbots with a staged-rollout record
-    now run this revision (``resources.rollout``); an outcome of other tests no longer holds."""
+    now run this revision (``resources.rollout``); an outcome of other tests no longer holds.
+    The revision is that of the configuration as loaded for this apply (``fleet``, its tests
+    too: a revision covers them), never as the files stand once it is done."""
     rollout = writer.state.rollout
-    if desired is None or not any(b.chatbot_id in rollout for b in desired.bots):
+    if desired is None or fleet is None or not any(b.chatbot_id in rollout for b in desired.bots):
         return
-    current = revisions(load_resolved(ws))  # the tests too: a revision covers them
+    current = revisions(fleet)
     for bot in desired.bots:
         record = rollout.get(bot.chatbot_id)
         revision = current.get(bot.chatbot_id)
