@@ -9,7 +9,15 @@ import pytest
 
 from botctl.sealing import FingerprintKey
 from botctl.store.backends import open_backend
-from botctl.store.keys import StateKeyError, ensure_key, find_key, new_state_key
+from botctl.store.keys import (
+    FOR_ENCRYPTION,
+    FOR_SECRETS,
+    StateKeyError,
+    ensure_key,
+    find_key,
+    new_state_key,
+    write_key_file,
+)
 
 SALT = "ab" * 32
 
@@ -30,17 +38,25 @@ def test_a_shared_state_has_no_key_file(tmp_path: Path) -> None:
     backend = open_backend(f"git+file://{tmp_path}/bots.git#b:state.json")
     found = find_key(backend, {})
     assert (found.key, found.file) == (None, None)
-    with pytest.raises(StateKeyError, match="BOTCTL_STATE_KEY is required"):
-        ensure_key(found)
+    with pytest.raises(StateKeyError, match="BOTCTL_STATE_KEY is required") as secrets:
+        ensure_key(found, FOR_SECRETS)
+    assert "the configuration uses ${secret:...}" in str(secrets.value)
+    with pytest.raises(StateKeyError, match="BOTCTL_STATE_KEY is required") as encrypted:
+        ensure_key(found, FOR_ENCRYPTION)  # why it is needed: not the secrets here
+    assert "the state is kept encrypted, and the state is shared" in str(encrypted.value)
 
 
 def test_a_key_file_is_made_once_private_and_never_replaced(tmp_path: Path) -> None:
     backend = open_backend(tmp_path / "deep" / "state.json")
-    made = ensure_key(find_key(backend, {}))
+    made = ensure_key(find_key(backend, {}), FOR_SECRETS)
     file = tmp_path / "deep" / "state.json.key"
     assert file.stat().st_mode & 0o777 == 0o600
     assert made.key == file.read_text().strip().encode()
-    assert ensure_key(find_key(backend, {})).key == made.key  # found, not made again
+    assert ensure_key(find_key(backend, {}), FOR_SECRETS).key == made.key  # found, not made
+    with pytest.raises(StateKeyError, match="exists already: not replaced"):
+        write_key_file(file, new_state_key())
+    assert made.key == file.read_text().strip().encode()
+    assert sorted(p.name for p in file.parent.iterdir()) == ["state.json.key"]  # no temp file
     file.write_text("  \n")
     with pytest.raises(StateKeyError, match="is empty"):
         find_key(backend, {})

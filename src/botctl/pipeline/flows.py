@@ -61,7 +61,7 @@ from botctl.store import crypt
 from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.files import write_new_files
-from botctl.store.keys import StateKeyError, ensure_key, find_key
+from botctl.store.keys import FOR_ENCRYPTION, FOR_SECRETS, StateKeyError, ensure_key, find_key
 from botctl.store.lock import StateLock
 from botctl.store.planfile import SavedPlan, read_plan_file
 from botctl.store.state import StateWriter, load_state, read_state, save_state
@@ -144,7 +144,7 @@ def _choose_encryption(state: State, ws: Workspace, backend: StateBackend) -> No
     if encrypt and not state.encrypted:
         state.encrypted = True
         if state.state_key is None:
-            found = ensure_key(find_key(backend))
+            found = ensure_key(find_key(backend), FOR_ENCRYPTION)
             state.state_key, state.key_hint = found.key, found.hint()
 
 
@@ -170,7 +170,7 @@ def _require_key(state: State, desired: Desired, backend: StateBackend, *, creat
     source = find_key(backend)
     if source.file is not None and not create:
         return
-    found = ensure_key(source)
+    found = ensure_key(source, FOR_SECRETS)
     state.state_key, state.key_hint = found.key, found.hint()
 
 

@@ -61,7 +61,7 @@ def rekey_state(
         state = stored.state
         if state.lineage is None:
             raise StateKeyError(f"no state at {backend.where}: nothing to rekey")
-        new = ensure_key(current)
+        new = ensure_key(current, "`botctl state rekey` moves the state to it")
         assert new.key is not None
         assert state.salt is not None  # a written state has a salt
         new_key = FingerprintKey(state.salt, new.key)

@@ -21,10 +21,9 @@ from pathlib import Path
 from botctl.defaults import STATE_KEY_ENV
 from botctl.errors import StateError
 from botctl.store.backend import StateBackend
-from botctl.store.files import UnreadableFile, read_bytes_if_any
+from botctl.store.files import UnreadableFile, create_file, read_bytes_if_any
 
 KEY_PREFIX = "bsk1_"  # a generated key: 32 random bytes, base64url
-KEY_FILE_SUFFIX = ".key"
 
 
 class StateKeyError(StateError):
@@ -50,10 +49,6 @@ class KeySource:
 def new_state_key() -> str:
     """A random state key (256 bits), as ``botctl state init-key`` prints it."""
     return KEY_PREFIX + base64.urlsafe_b64encode(_random.token_bytes(32)).decode().rstrip("=")
-
-
-def key_file_for(state_path: Path) -> Path:
-    return state_path.with_name(state_path.name + KEY_FILE_SUFFIX)
 
 
 def find_key(backend: StateBackend, environ: Mapping[str, str] | None = None) -> KeySource:
@@ -82,17 +77,22 @@ def read_key_file(file: Path) -> bytes | None:
     return key
 
 
-def ensure_key(source: KeySource) -> KeySource:
+FOR_SECRETS = "the configuration uses ${secret:...}, whose fingerprints the state keeps"
+FOR_ENCRYPTION = "the state is kept encrypted"
+
+
+def ensure_key(source: KeySource, needed_for: str) -> KeySource:
     """``source`` with a key: the one found, or a new key file for a local state. A shared
-    state without ``BOTCTL_STATE_KEY`` is an error naming what to set."""
+    state without ``BOTCTL_STATE_KEY`` is an error naming what to set and why the key is
+    needed (``needed_for``: ``FOR_SECRETS``, ``FOR_ENCRYPTION``, or a command's own
+    reason)."""
     if source.key is not None:
         return source
     if source.file is None:
         raise StateKeyError(
-            f"{STATE_KEY_ENV} is required: the configuration uses ${{secret:...}} and the state "
-            "is shared (a git branch, an S3 object), so the key of its fingerprints cannot live "
-            f"beside it. Make one with `botctl state init-key` and set {STATE_KEY_ENV} (in CI, "
-            "as a secret)"
+            f"{STATE_KEY_ENV} is required: {needed_for}, and the state is shared (a git "
+            "branch, an S3 object), so its key cannot live beside it. Make one with `botctl "
+            f"state init-key` and set {STATE_KEY_ENV} (in CI, as a secret)"
         )
     key = new_state_key()
     write_key_file(source.file, key)
@@ -100,21 +100,12 @@ def ensure_key(source: KeySource) -> KeySource:
 
 
 def write_key_file(file: Path, key: str) -> None:
-    """Create ``file`` holding ``key``, readable by its owner only; never over an existing
-    one (a key replaced would orphan every fingerprint made under it)."""
+    """Create ``file`` holding ``key``, readable by its owner only, whole at once (a reader
+    never finds it empty); never over an existing one (a key replaced would orphan every
+    fingerprint made under it)."""
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        raise StateKeyError(f"the state key file {file} exists already: not replaced") from None
+        created = create_file(file, key + "\n")
     except OSError as exc:
         raise StateKeyError(f"cannot create the state key file {file}: {exc.strerror}") from None
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (key + "\n").encode("utf-8"))
-        os.fsync(fd)
-    except OSError as exc:
-        os.close(fd)
-        file.unlink(missing_ok=True)  # never half a key
-        raise StateKeyError(f"cannot write the state key file {file}: {exc.strerror}") from None
-    os.close(fd)
+    if not created:
+        raise StateKeyError(f"the state key file {file} exists already: not replaced")

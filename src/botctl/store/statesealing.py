@@ -18,7 +18,7 @@ from botctl.defaults import STATE_KEY_ENV
 from botctl.models import BotRecord, State, attribute_location, settings_location
 from botctl.resources.registry import kinds
 from botctl.sealing import FingerprintKey, encode, holds_secret, new_salt
-from botctl.store.keys import KeySource, StateKeyError, ensure_key
+from botctl.store.keys import FOR_ENCRYPTION, FOR_SECRETS, KeySource, StateKeyError, ensure_key
 from botctl.store.stateformat import SEALABLE_ATTRIBUTE_FIELDS
 from botctl.values import JsonValue, unflatten
 
@@ -74,7 +74,7 @@ def prepare(state: State, source: KeySource) -> None:
     if state.salt is None:
         state.salt = new_salt()
     if state.state_key is None and needs_key(state):
-        found = ensure_key(source)
+        found = ensure_key(source, FOR_ENCRYPTION if state.encrypted else FOR_SECRETS)
         state.state_key, state.key_hint = found.key, found.hint()
     if state.state_key is not None and not state.legacy_keyed:
         check = FingerprintKey(state.salt, state.state_key).check

@@ -12,7 +12,7 @@ from botctl.sealing import new_salt
 from botctl.store.backend import LockInfo, StateBackend
 from botctl.store.backends import StateLocation, open_backend, using_backend
 from botctl.store.crypt import Encryption
-from botctl.store.keys import StateKeyError, ensure_key, find_key, write_key_file
+from botctl.store.keys import FOR_ENCRYPTION, StateKeyError, ensure_key, find_key, write_key_file
 from botctl.store.lock import StateLock
 from botctl.store.state import prepare_write, read_state, state_text, stored_text
 
@@ -139,7 +139,7 @@ def _carry_key(incoming: State, target: StateBackend) -> None:
         return
     found = find_key(target)
     if incoming.state_key is None:  # encrypted from now on, and the source had no key
-        incoming.state_key = ensure_key(found).key
+        incoming.state_key = ensure_key(found, FOR_ENCRYPTION).key
         return
     if found.key is not None:
         if found.key != incoming.state_key:
