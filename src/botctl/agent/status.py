@@ -170,8 +170,8 @@ class Metrics:
             self.requests.labels(operation=operation, status=status).inc(count)
         if stats.retries:
             self.retries.inc(stats.retries)
-        if stats.throttled:
-            self.throttled.inc(stats.throttled)
+        if stats.rate_limited:
+            self.throttled.inc(stats.rate_limited)
 
 
 class AgentStatus:

@@ -386,7 +386,6 @@ class ServiceClient:
             self.stats.responses[(call.metric, str(reply.status_code))] += 1
             announced = self._watch_window(reply)
             if reply.status_code == 429:
-                self.stats.throttled += 1
                 self.stats.rate_limited += 1
                 hint = server_delay(reply.headers, self.retry.wall_clock())
                 self._pacer.refused(announced=announced, sent_at=sent_at, retry_after=hint)

@@ -44,7 +44,6 @@ class RequestStats:
     backoff_wait: float = 0.0  # seconds spent sleeping before retries
     # Answers by (operation, HTTP status, or "error" for no answer): the agent's metrics.
     responses: Counter[tuple[str, str]] = field(default_factory=Counter)
-    throttled: int = 0  # answers 429
     rate_limited: int = 0  # answers 429 (each retried, or the request failed)
     failed: int = 0  # requests that failed for good
     # Wall seconds during which some request of a key waited on the service's limit, by the
@@ -62,7 +61,6 @@ class RequestStats:
         self.pace_wait += other.pace_wait
         self.backoff_wait += other.backoff_wait
         self.responses.update(other.responses)
-        self.throttled += other.throttled
         self.rate_limited += other.rate_limited
         self.failed += other.failed
         for key, seconds in other.limit_wait.items():

@@ -190,11 +190,10 @@ def migrate_state(
 
 
 def _rewrite_in_place(state: State, backend: StateBackend, version: str | None) -> Replaced:
-    """The state written again where it is (encrypted or not), serial unchanged."""
+    """The state written again where it is, now encrypted or now clear (only reached when
+    that changes, so the text always differs), serial unchanged."""
     assert state.lineage is not None
     prepare_write(state, backend)
     text = stored_text(state)
-    if backend.read().text == text:
-        return Replaced(backend.where, False, state.lineage, state.serial, None)
     backend.write(text, version, "botctl state migrate: encryption changed")
     return Replaced(backend.where, True, state.lineage, state.serial, None)
