@@ -330,14 +330,15 @@ class Agent:
                 )
             elif applied_ok and record.applied:
                 record.result = "healed"
-                self.notifier.notify(
-                    "healed",
-                    f"botctl agent: healed {len(drifted)} value(s) changed outside on "
-                    f"{_names(drifted)}",
-                    source=self.status.source,
-                    revision=revision.id,
-                    items=[i.to_document() for i in drifted],
-                )
+                if drifted:  # a scheduled re-send (--reassert-every) alone is routine: no news
+                    self.notifier.notify(
+                        "healed",
+                        f"botctl agent: healed {len(drifted)} value(s) changed outside on "
+                        f"{_names(drifted)}",
+                        source=self.status.source,
+                        revision=revision.id,
+                        items=[i.to_document() for i in drifted],
+                    )
             self._report_drift(report, record)
         finally:
             self.status.metrics.count_requests(stats)
