@@ -247,6 +247,35 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         assert healer.stop(signal.SIGTERM) == 0
 
 
+def test_a_directory_source_keeps_its_last_good_revision_after_an_invalid_edit(
+    bench: Bench, receiver: Receiver
+) -> None:
+    """The last good revision is a copy of the files as they were: the invalid edit of the
+    directory is reported once, located in the user's own file, and the cycles go on
+    reconciling the good revision (no failure, no backoff) until the file is mended."""
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
+    agent = start(
+        bench, str(bench.config_dir), "--auto-apply", "--interval", "0.2s", "--notify", receiver.url
+    )
+    try:
+        good = agent.wait_for(all_synced, what="first sync")["appliedRevision"]
+        bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: hot"))
+        doc = agent.wait_for(lambda d: d["invalidRevision"] is not None, what="invalid")
+        assert "support.yaml:" in doc["invalidRevision"]["error"]
+        assert str(bench.workdir / "cache") not in doc["invalidRevision"]["error"]
+        cycles = len(doc["cycles"])
+        doc = agent.wait_for(lambda d: len(d["cycles"]) >= min(cycles + 3, 20), what="cycles")
+        assert {c["result"] for c in doc["cycles"][:3]} == {"invalid"}  # not failed
+        assert (doc["appliedRevision"], doc["revision"], doc["backoffSeconds"]) == (good, good, 0)
+        assert len(receiver.wait_for("failed")) == 1  # the invalid revision, once
+        bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.4"))
+        agent.wait_for(lambda d: d["appliedRevision"] not in (good, None), what="mended")
+        assert settings_of(bench, "bot-1")["temp"] == 0.4
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
+
+
 def test_reassert_every_undoes_an_edit_no_read_can_see(bench: Bench, receiver: Receiver) -> None:
     bench.create_bot("bot-1", account=KEY)
     bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))

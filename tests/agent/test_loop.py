@@ -27,7 +27,7 @@ def test_backoff_doubles_to_the_ceiling_for_any_number_of_failures(tmp_path: Pat
         raise AssertionError("no workspace is needed")
 
     agent = Agent(
-        DirectorySource(tmp_path),
+        DirectorySource(tmp_path, tmp_path / "cache"),
         unused,
         settings,
         status,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,22 @@ def test_a_directory_revision_changes_with_its_yaml_files_only(tmp_path: Path) -
     source = open_source(str(tmp_path), tmp_path / "cache")
     assert isinstance(source, DirectorySource)
     first = source.fetch()
-    assert first.directory == tmp_path
+    assert (first.directory / "bots" / "a.yaml").read_text() == "a: 1\n"  # a copy of its own
     (tmp_path / "notes.txt").write_text("not configuration")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "x.yaml").write_text("ignored: true\n")
-    assert source.fetch().id == first.id
+    assert source.fetch() == first
     (tmp_path / "bots" / "a.yaml").write_text("a: 2\n")
-    assert source.fetch().id != first.id
+    second = source.fetch()
+    assert second.id != first.id
+    # The earlier revision is still as it was, until it is no longer kept.
+    assert (first.directory / "bots" / "a.yaml").read_text() == "a: 1\n"
+    assert (second.directory / "bots" / "a.yaml").read_text() == "a: 2\n"
+    source.retain({second.id})
+    assert not first.directory.exists()
+    assert second.directory.is_dir()
+    error = f"{second.directory}/bots/a.yaml:1:1: wrong"
+    assert source.display(error) == f"{os.path.relpath(tmp_path)}/bots/a.yaml:1:1: wrong"
 
 
 def test_a_source_that_is_neither_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
 """Where the agent's configuration comes from, one immutable revision at a time.
 
 ``SOURCE`` is a local directory (a revision is the hash of its files: it changes when any of
-them does) or ``git+<url>#<branch>:<path>``, the grammar of the git state backend. A git source
-is fetched shallow (the branch's tip only) into a bare repository in the agent's own cache
-directory, and each commit is unpacked once into ``revisions/<commit>``: the user's clones are
-never touched. Credentials are git's own (credential helpers, ``GIT_ASKPASS``), or a token in
-the variable ``BOTCTL_GIT_TOKEN`` for https, sent as an HTTP header through git's environment
-(never on a command line, never printed); any URL in a message is shown without its user info.
+them does) or ``git+<url>#<branch>:<path>``, the grammar of the git state backend. Either way
+each revision is a copy of its own in the agent's cache directory, as it was, so the last good
+revision stays loadable after an invalid edit: a directory's YAML files are copied into
+``revisions/dir-<hash>`` as they are read to hash them; a git source is fetched shallow (the
+branch's tip only) into a bare repository there, and each commit is unpacked once into
+``revisions/<commit>``: the user's clones are never touched. Credentials are git's own
+(credential helpers, ``GIT_ASKPASS``), or a token in the variable ``BOTCTL_GIT_TOKEN`` for
+https, sent as an HTTP header through git's environment (never on a command line, never
+printed); any URL in a message is shown without its user info.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,20 +49,38 @@ class Revision:
 
 
 class Source:
-    """A source of revisions: ``fetch`` returns the newest."""
+    """A source of revisions: ``fetch`` returns the newest, copied under ``revisions`` (one
+    directory per revision, named by ``_name``)."""
 
     description: str
+    revisions: Path
+    prefix: str  # how the source writes the path of a file in a revision ("" or "bots/")
 
     def fetch(self) -> Revision:
         raise NotImplementedError
 
+    @staticmethod
+    def _name(revision_id: str) -> str:
+        return revision_id.replace(":", "-")
+
     def display(self, text: str) -> str:
-        """``text`` (an error) with the revision's directory written as the source's own
+        """``text`` (an error) with a revision's directory written as the source's own
         paths."""
+        if not self.revisions.is_dir():
+            return text
+        for directory in self.revisions.iterdir():
+            for spelling in {str(directory.resolve()), str(directory), _relative(directory)}:
+                text = text.replace(f"{spelling}{os.sep}", self.prefix)
         return text
 
     def retain(self, keep: set[str]) -> None:
-        """Forget unpacked revisions other than ``keep``."""
+        """Forget the copied revisions other than ``keep``."""
+        if not self.revisions.is_dir():
+            return
+        names = {self._name(k) for k in keep}
+        for directory in self.revisions.iterdir():
+            if directory.name not in names:
+                shutil.rmtree(directory, ignore_errors=True)
 
 
 def open_source(text: str, cache: Path) -> Source:
@@ -70,34 +92,63 @@ def open_source(text: str, cache: Path) -> Source:
             f"source {text!r}: not a directory; give a directory or "
             "git+<repository URL>#<branch>:<path>"
         )
-    return DirectorySource(path)
+    return DirectorySource(path, cache)
 
 
 class DirectorySource(Source):
-    """A local directory, read in place (for trying the agent out)."""
+    """A local directory (for trying the agent out), each revision a copy of its files."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache: Path) -> None:
         self.path = path
         self.description = str(path)
+        self.prefix = "" if _relative(path) == "." else _relative(path).rstrip(os.sep) + os.sep
+        key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+        self.revisions = cache / f"dir-{key}" / "revisions"
+        self._cache = cache.resolve()  # never read as configuration, if it lies inside
 
     def fetch(self) -> Revision:
         digest = hashlib.sha256()
+        files: dict[Path, bytes] = {}
         try:
             for file in sorted(self._files()):
-                digest.update(str(file.relative_to(self.path)).encode() + b"\0")
-                digest.update(hashlib.sha256(file.read_bytes()).digest())
+                relative = file.relative_to(self.path)
+                files[relative] = file.read_bytes()
+                digest.update(str(relative).encode() + b"\0")
+                digest.update(hashlib.sha256(files[relative]).digest())
         except OSError as exc:
             raise SourceError(
                 f"source {self.path}: cannot read {exc.filename}: {exc.strerror}"
             ) from None
-        return Revision("dir:" + digest.hexdigest(), self.path)
+        revision = "dir:" + digest.hexdigest()
+        target = self.revisions / self._name(revision)
+        if not target.is_dir():
+            _unpacked(target, lambda into: _write_all(into, files))
+        return Revision(revision, target)
 
     def _files(self) -> list[Path]:
         found = []
         for root, dirs, files in os.walk(self.path):
-            dirs[:] = [d for d in dirs if d not in _SKIPPED]
+            dirs[:] = [
+                d for d in dirs if d not in _SKIPPED and Path(root, d).resolve() != self._cache
+            ]
             found += [Path(root, f) for f in files if f.endswith((".yaml", ".yml"))]
         return found
+
+
+def _write_all(into: Path, files: dict[Path, bytes]) -> None:
+    for relative, data in files.items():
+        (into / relative).parent.mkdir(parents=True, exist_ok=True)
+        (into / relative).write_bytes(data)
+
+
+def _unpacked(target: Path, fill: Callable[[Path], None]) -> None:
+    """``target`` made whole or not at all: filled under another name, then renamed (a
+    revision directory that exists is complete)."""
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True, mode=0o700)
+    fill(partial)
+    partial.rename(target)
 
 
 def _relative(path: Path) -> str:
@@ -115,6 +166,7 @@ class GitSource(Source):
         self.cache = cache / key
         self.git_dir = self.cache / "repo.git"
         self.revisions = self.cache / "revisions"
+        self.prefix = "" if self.path in (".", "") else self.path.rstrip("/") + "/"
         self._env: dict[str, str] = {}
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -172,25 +224,9 @@ class GitSource(Source):
     def _unpack(self, commit: str, target: Path) -> None:
         tree = commit if self.path in (".", "") else f"{commit}:{self.path}"
         archive = self._git("archive", "--format=tar", tree).stdout
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(partial, filter="data")
-        partial.rename(target)
 
-    def display(self, text: str) -> str:
-        prefix = "" if self.path in (".", "") else self.path.rstrip("/") + "/"
-        if not self.revisions.is_dir():
-            return text
-        for directory in self.revisions.iterdir():
-            for spelling in {str(directory.resolve()), str(directory), _relative(directory)}:
-                text = text.replace(f"{spelling}{os.sep}", prefix)
-        return text
+        def extract(into: Path) -> None:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(into, filter="data")
 
-    def retain(self, keep: set[str]) -> None:
-        if not self.revisions.is_dir():
-            return
-        for directory in self.revisions.iterdir():
-            if directory.name not in keep:
-                shutil.rmtree(directory, ignore_errors=True)
+        _unpacked(target, extract)
