@@ -39,6 +39,12 @@ def test_a_directory_revision_changes_with_its_yaml_files_only(tmp_path: Path) -
 def test_a_source_that_is_neither_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="not a directory"):
         open_source(str(tmp_path / "nowhere"), tmp_path / "cache")
+    # A git URL without its path is named as the agent's source, not as a state.
+    with pytest.raises(SourceError) as caught:
+        open_source("git+https://github.com/acme/bots.git#main", tmp_path / "cache")
+    assert str(caught.value).startswith("source 'git+https://github.com/acme/bots.git#main'")
+    assert "(:. for the root)" in str(caught.value)
+    assert "state" not in str(caught.value)
 
 
 def test_a_git_source_is_fetched_shallow_into_its_own_cache(tmp_path: Path) -> None:

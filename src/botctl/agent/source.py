@@ -25,12 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from botctl.errors import BotctlError
+from botctl.errors import BotctlError, StateError
 from botctl.store.backend import redact
-from botctl.store.backends.git import parse_git_url
+from botctl.store.backends.git import REPOSITORY_VARIABLES, parse_git_url
 
 TOKEN_VARIABLE = "BOTCTL_GIT_TOKEN"
-_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 _SKIPPED = {".git", ".botctl", "__pycache__"}
 
 
@@ -160,7 +159,12 @@ def _relative(path: Path) -> str:
 
 class GitSource(Source):
     def __init__(self, url: str, cache: Path) -> None:
-        self.repo, self.branch, self.path = parse_git_url(url)
+        try:
+            self.repo, self.branch, self.path = parse_git_url(
+                url, "source", "git+https://github.com/acme/bots.git#main:bots (:. for the root)"
+            )
+        except StateError as exc:
+            raise SourceError(str(exc)) from None
         self.description = redact(url)
         key = hashlib.sha256(url.encode()).hexdigest()[:16]
         self.cache = cache / key
@@ -171,7 +175,7 @@ class GitSource(Source):
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         if not self._env:
-            env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+            env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
             env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
             token = os.environ.get(TOKEN_VARIABLE)
             if token and self.repo.startswith("https://"):

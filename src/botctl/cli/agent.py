@@ -42,7 +42,6 @@ from botctl.defaults import (
 from botctl.errors import EXIT_OK, BotctlError
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
-PROJECT_FILES = ("botctl.yaml", "botctl.yml")
 
 
 def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
@@ -263,7 +262,7 @@ def agent(o: AgentOptions) -> int:
     from botctl.agent.notify import Notifier
     from botctl.agent.source import TOKEN_VARIABLE, GitSource, open_source
     from botctl.agent.status import AgentStatus
-    from botctl.config.project import load_project
+    from botctl.config.project import PROJECT_FILE_NAMES, load_project
     from botctl.store.backend import redact
     from botctl.store.backends import open_backend
     from botctl.store.lock import Lease
@@ -301,7 +300,7 @@ def agent(o: AgentOptions) -> int:
     ]
 
     def make_workspace(directory: Path) -> Any:
-        file = next((directory / n for n in PROJECT_FILES if (directory / n).is_file()), None)
+        file = next((directory / n for n in PROJECT_FILE_NAMES if (directory / n).is_file()), None)
         found = load_project(file, os.environ) if file is not None else None
         params = dict(given)
         for p in open_to_project:

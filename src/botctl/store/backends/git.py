@@ -37,26 +37,30 @@ SCHEME = "git+"
 # Pushes lost to another writer before a lock is taken or removed (each a fresh look).
 _LOCK_ATTEMPTS = 10
 # The user's repository, if botctl runs inside one, must never be what git works on.
-_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 _NO_OBJECT = "0" * 40
 _RENEWAL = "Lease-Renewal: "  # the trailer of a lease renewal commit, with its holder
 _PUSH_LOST = ("[rejected]", "cannot lock ref", "but expected", "stale info", "fetch first")
 
 
-def parse_git_url(url: str) -> tuple[str, str, str]:
-    """``git+<repo>#<branch>:<path>`` -> (repo, branch, path)."""
-    example = "git+file:///srv/bots.git#botctl-state:state.json"
+def parse_git_url(
+    url: str,
+    what: str = "state URL",
+    example: str = "git+file:///srv/bots.git#botctl-state:state.json",
+) -> tuple[str, str, str]:
+    """``git+<repo>#<branch>:<path>`` -> (repo, branch, path); ``what`` names the URL in an
+    error (a state, an agent's source), with ``example``."""
     rest = url[len(SCHEME) :]
     repo, sep, fragment = rest.rpartition("#")
     branch, colon, path = fragment.partition(":")
     if not sep or not repo or not colon or not branch or not path.strip("/"):
         raise StateError(
-            f"state URL {redact(url)!r}: expected git+<repository URL>#<branch>:<path in the "
+            f"{what} {redact(url)!r}: expected git+<repository URL>#<branch>:<path in the "
             f"branch>, e.g. {example}"
         )
     if branch.startswith("-") or ".." in branch or branch.endswith((".lock", "/")):
         raise StateError(
-            f"state URL {redact(url)!r}: {branch!r} is not a usable branch name (e.g. {example})"
+            f"{what} {redact(url)!r}: {branch!r} is not a usable branch name (e.g. {example})"
         )
     return repo, branch, path.strip("/")
 
@@ -80,7 +84,7 @@ class GitBackend(StateBackend):
                 raise StateError(f"state {self.where} needs the git executable on PATH")
             self._dir = Path(tempfile.mkdtemp(prefix="botctl-state-"))
             weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
-            env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+            env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
             self._env = {**env, "LC_ALL": "C"}
             self._git("init", "--quiet", "--bare", str(self._dir))
             self._env["GIT_DIR"] = str(self._dir)
