@@ -315,7 +315,7 @@ class Agent:
                 self.status.ready = True
             assert report is not None
             self._statuses(report, revision, failures)
-            if record.failed or (record.applied == 0 and failures):
+            if record.failed:  # every failed operation is in failures too
                 record.result = "failed"
                 record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
             elif applied_ok and record.applied and new:

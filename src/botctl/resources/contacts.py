@@ -344,8 +344,7 @@ async def migrate(
     if body.get("create") is not None:
         await create()
     resumed = hooks.recorded(op)
-    progress = resumed or Progress(source)
-    progress = replace(progress, conflicts=[], failed=[])
+    progress = resumed or Progress(source)  # conflicts and failures are found anew
     first = progress.page + 1 if resumed is not None else 1
     gate = asyncio.Semaphore(max(1, concurrency))
     errors: dict[str, str] = {}
@@ -417,7 +416,9 @@ def _wanted(op: Operation, held: Mapping[str, Any]) -> tuple[str, Any]:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as values of one attribute: 2 and 2.0 are, true and 1 are not."""
+    """Equal as values of one attribute: 2 and 2.0 are, true and 1 are not. Exact, unlike
+    ``values.same_value`` (whose tolerance is for settings read back from float storage): a
+    customer's 2.0000001 is another value than 2, so a conflict, never "already right"."""
     if isinstance(a, bool | str) or isinstance(b, bool | str):
         return type(a) is type(b) and a == b
     return bool(a == b)
