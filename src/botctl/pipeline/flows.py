@@ -57,14 +57,20 @@ from botctl.service.connect import connect
 from botctl.service.live import read_live, refused_read_notes
 from botctl.service.options import ServiceOptions
 from botctl.service.redact import Redactor
-from botctl.store import crypt
 from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.files import write_new_files
-from botctl.store.keys import FOR_ENCRYPTION, FOR_SECRETS, StateKeyError, ensure_key, find_key
+from botctl.store.keys import (
+    FOR_ENCRYPTION,
+    FOR_SECRETS,
+    StateKeyError,
+    ensure_key,
+    find_key,
+    give_key,
+)
 from botctl.store.lock import StateLock
 from botctl.store.planfile import SavedPlan, read_plan_file
-from botctl.store.state import StateWriter, load_state, read_state, save_state
+from botctl.store.state import StateWriter, load_state, read_state, save_state, state_cipher
 
 
 @dataclass(frozen=True)
@@ -119,10 +125,7 @@ async def make_plan(ws: Workspace, *, saving: bool = False) -> Plan:
         notes += tuple(state.warnings)
         plan = await _counted_plan(desired, live, state, ws, notes, clients, scope)
     if saving and state.encrypted:
-        if not isinstance(state.cipher, crypt.Cipher):
-            assert state.state_key is not None  # _choose_encryption found or made it
-            state.cipher = crypt.derive(state.state_key)
-        plan = replace(plan, state_cipher=state.cipher)
+        plan = replace(plan, state_cipher=state_cipher(state))
     return plan
 
 
@@ -145,7 +148,7 @@ def _choose_encryption(state: State, ws: Workspace, backend: StateBackend) -> No
         state.encrypted = True
         if state.state_key is None:
             found = ensure_key(find_key(backend), FOR_ENCRYPTION)
-            state.state_key, state.key_hint = found.key, found.hint()
+            give_key(state, found)
 
 
 def read_saved_plan(path: Path, state_path: StateLocation) -> SavedPlan:
@@ -171,7 +174,7 @@ def _require_key(state: State, desired: Desired, backend: StateBackend, *, creat
     if source.file is not None and not create:
         return
     found = ensure_key(source, FOR_SECRETS)
-    state.state_key, state.key_hint = found.key, found.hint()
+    give_key(state, found)
 
 
 async def _counted_plan(

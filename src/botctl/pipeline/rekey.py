@@ -19,7 +19,7 @@ from botctl.defaults import OLD_STATE_KEY_ENV, STATE_KEY_ENV
 from botctl.models import BotRecord, BotSpec, State
 from botctl.sealing import FingerprintKey, Sealed
 from botctl.store.backends import StateLocation, open_backend
-from botctl.store.keys import KeySource, StateKeyError, ensure_key, find_key
+from botctl.store.keys import KeySource, StateKeyError, ensure_key, find_key, give_key
 from botctl.store.lock import StateLock
 from botctl.store.state import read_state, save_state
 from botctl.values import JsonValue
@@ -86,7 +86,7 @@ def rekey_state(
             moved += m
             forgotten += [f"{record.bot} ({chatbot_id}): {place}" for place in f]
         state.legacy_keyed = False
-        state.state_key, state.key_hint = new.key, new.hint()
+        give_key(state, new)
         state.key_check = new_key.check
         state.cipher = None  # encrypted again under the new key
         save_state(state, backend, version=stored.version, message="botctl state rekey")

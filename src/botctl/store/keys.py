@@ -20,6 +20,7 @@ from pathlib import Path
 
 from botctl.defaults import STATE_KEY_ENV
 from botctl.errors import StateError
+from botctl.models import State
 from botctl.store.backend import StateBackend
 from botctl.store.files import UnreadableFile, create_file, read_bytes_if_any
 
@@ -44,6 +45,11 @@ class KeySource:
         if self.file is not None:
             return f"set {STATE_KEY_ENV}, or put the key file back at {self.file}"
         return f"set {STATE_KEY_ENV}"
+
+
+def give_key(state: State, source: KeySource) -> None:
+    """``state`` holds the key ``source`` found (or None), and what to set to give it."""
+    state.state_key, state.key_hint = source.key, source.hint()
 
 
 def new_state_key() -> str:

@@ -30,7 +30,7 @@ from botctl.plan import Operation
 from botctl.store import crypt
 from botctl.store.backend import LostCompareAndSwap, StateBackend, Version
 from botctl.store.backends import StateLocation, using_backend
-from botctl.store.keys import KeySource, find_key
+from botctl.store.keys import KeySource, find_key, give_key
 from botctl.store.stateformat import (
     BOT_DEPTH,
     FORMAT_VERSION,
@@ -89,7 +89,7 @@ def read_state(
         source = find_key(backend) if source is None else source
         if snapshot.text is None:
             state = State()
-            state.state_key, state.key_hint = source.key, source.hint()
+            give_key(state, source)
             return StoredState(state, snapshot.version)
         state = state_from_text(snapshot.text, backend.where, source, check_key=check_key)
         return StoredState(state, snapshot.version)
@@ -111,7 +111,7 @@ def state_from_text(text: str, where: str, source: KeySource, *, check_key: bool
     if check_key:
         unlock(state, source, where)
     else:
-        state.state_key, state.key_hint = source.key, source.hint()
+        give_key(state, source)
     warning = legacy_warning(state, where)
     if warning is not None:
         state.warnings.append(warning)
@@ -132,11 +132,16 @@ def stored_text(state: State, rendered_bots: Mapping[str, RenderedJson] | None =
     text = state_text(state, rendered_bots)
     if not state.encrypted:
         return text
-    cipher = state.cipher
-    if not isinstance(cipher, crypt.Cipher):
-        assert state.state_key is not None  # prepare() found or made it
-        cipher = state.cipher = crypt.derive(state.state_key)
-    return crypt.encrypt(text, cipher, "state")
+    return crypt.encrypt(text, state_cipher(state), "state")
+
+
+def state_cipher(state: State) -> crypt.Cipher:
+    """The cipher of a state kept encrypted: the one it was read with, or derived (one
+    scrypt) from the key ``prepare`` or ``_choose_encryption`` found or made, once."""
+    if not isinstance(state.cipher, crypt.Cipher):
+        assert state.state_key is not None
+        state.cipher = crypt.derive(state.state_key)
+    return state.cipher
 
 
 def prepare_write(state: State, backend: StateBackend) -> None:

@@ -18,7 +18,14 @@ from botctl.defaults import STATE_KEY_ENV
 from botctl.models import BotRecord, State, attribute_location, settings_location
 from botctl.resources.registry import kinds
 from botctl.sealing import FingerprintKey, encode, holds_secret, new_salt
-from botctl.store.keys import FOR_ENCRYPTION, FOR_SECRETS, KeySource, StateKeyError, ensure_key
+from botctl.store.keys import (
+    FOR_ENCRYPTION,
+    FOR_SECRETS,
+    KeySource,
+    StateKeyError,
+    ensure_key,
+    give_key,
+)
 from botctl.store.stateformat import SEALABLE_ATTRIBUTE_FIELDS
 from botctl.values import JsonValue, unflatten
 
@@ -26,8 +33,7 @@ from botctl.values import JsonValue, unflatten
 def unlock(state: State, source: KeySource, where: str) -> None:
     """Give ``state`` the key found for it, refusing one its fingerprints were not made
     under (a state that holds none simply takes the key it is given at the next write)."""
-    state.state_key = source.key
-    state.key_hint = source.hint()
+    give_key(state, source)
     if state.legacy_keyed or state.key_check is None or not state.has_sealed:
         return
     assert state.salt is not None  # checked by the format
@@ -75,7 +81,7 @@ def prepare(state: State, source: KeySource) -> None:
         state.salt = new_salt()
     if state.state_key is None and needs_key(state):
         found = ensure_key(source, FOR_ENCRYPTION if state.encrypted else FOR_SECRETS)
-        state.state_key, state.key_hint = found.key, found.hint()
+        give_key(state, found)
     if state.state_key is not None and not state.legacy_keyed:
         check = FingerprintKey(state.salt, state.state_key).check
         if state.key_check not in (None, check) and state.has_sealed:
