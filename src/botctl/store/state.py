@@ -146,7 +146,7 @@ def state_cipher(state: State) -> crypt.Cipher:
 
 def prepare_write(state: State, backend: StateBackend) -> None:
     """The salt and the state key, made before anything is rendered for a write."""
-    prepare(state, find_key(backend))
+    prepare(state, lambda: find_key(backend))
 
 
 def next_version(state: State) -> None:

@@ -71,16 +71,17 @@ def needs_key(state: State) -> bool:
     if state.legacy_keyed:
         return False
     locations = any(found for found in state.secret_locations.values())
-    return bool(state.encrypted or state.secrets or locations or state.has_sealed)
+    return bool(state.secrets or locations or state.has_sealed)
 
 
-def prepare(state: State, source: KeySource) -> None:
-    """Before a write: the lineage's salt, and the state key when the state needs one (a
-    local state's key file is created then), with its ``key_check``."""
+def prepare(state: State, find: Callable[[], KeySource]) -> None:
+    """Before a write: the lineage's salt, and the state key when the state needs one and
+    holds none yet (``find`` looks for it then, not at every write; a local state's key file
+    is created then), with its ``key_check``."""
     if state.salt is None:
         state.salt = new_salt()
     if state.state_key is None and needs_key(state):
-        found = ensure_key(source, FOR_ENCRYPTION if state.encrypted else FOR_SECRETS)
+        found = ensure_key(find(), FOR_ENCRYPTION if state.encrypted else FOR_SECRETS)
         give_key(state, found)
     if state.state_key is not None and not state.legacy_keyed:
         check = FingerprintKey(state.salt, state.state_key).check
