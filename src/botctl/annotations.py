@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from botctl.errors import BotctlError, ConfigError
+from botctl.values import controls_shown
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _LEGACY_PREFIX = re.compile(r"##(vso)?\[", re.IGNORECASE)
 # file:line:col: [warning: ]message -- errors.Problem's own format, for warnings that reach a
 # renderer already formatted (Plan.warnings).
@@ -36,8 +36,7 @@ _LOCATED = re.compile(
 
 def visible(text: str) -> str:
     """Control characters shown as ``\\xNN``; ``##[`` and ``##vso[`` without their ``[``."""
-    text = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return _LEGACY_PREFIX.sub(lambda m: m.group()[:-1] + "%5B", text)
+    return _LEGACY_PREFIX.sub(lambda m: m.group()[:-1] + "%5B", controls_shown(text))
 
 
 # botctl's own colour (render.text.Style): the one escape sequence plain text may keep.

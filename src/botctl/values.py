@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -151,3 +152,12 @@ def mask_quoted(text: str, secrets: Iterable[str]) -> str:
             if quoted in text:
                 text = text.replace(quoted, quoted[0] + SECRET_MASK + quoted[-1])
     return text
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def controls_shown(text: str) -> str:
+    """Control characters (and the Unicode line separators) shown as ``\\xNN``: text that
+    cannot move a terminal's cursor or start a line of its own."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -10,10 +10,9 @@ from collections.abc import Iterable
 from botctl import language
 from botctl.config.document import Expect
 from botctl.service.sse import ChatAnswer
-from botctl.values import mask_secrets_in_text
+from botctl.values import controls_shown, mask_secrets_in_text
 
 QUOTE_LIMIT = 160
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def clip(text: str, secrets: Iterable[str] = (), limit: int = QUOTE_LIMIT) -> str:
@@ -21,7 +20,7 @@ def clip(text: str, secrets: Iterable[str] = (), limit: int = QUOTE_LIMIT) -> st
     whitespace runs as one space, control characters as ``\\xNN``, at most ``limit``
     characters (the cut marked with ``...``)."""
     flat = " ".join(mask_secrets_in_text(text, secrets).split())
-    flat = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", flat)
+    flat = controls_shown(flat)
     if len(flat) > limit:
         flat = flat[: limit - 3] + "..."
     return flat
