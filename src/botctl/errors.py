@@ -35,6 +35,7 @@ from typing import Literal
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
+EXIT_TEST_FAILED = 3  # a conversation test failed (test, apply --test, promote --test)
 EXIT_SIGNAL_BASE = 128  # ended by a signal: 128 + its number (130 SIGINT, 143 SIGTERM)
 
 Severity = Literal["error", "warning"]

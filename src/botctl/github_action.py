@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from botctl.annotations import annotation, parse_command, visible
+from botctl.errors import EXIT_CHANGES, EXIT_TEST_FAILED
 from botctl.render import COMMENT_LIMIT
 from botctl.render import blocks as md
 
@@ -47,8 +48,6 @@ SCOPED = ("plan", "apply", "drift")  # the commands --changed-since narrows
 GITHUB_FORMAT = ("validate", "plan", "drift", "test")  # the commands run with --format github
 COMMENTED = ("plan", "drift", "test")  # the commands that write their comment (--comment-out)
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
-EXIT_CHANGES = 2
-EXIT_TEST_FAILED = 3
 # The exit codes that are a result, not a failure of the step: changes, drift.
 RESULTS = {"plan": (0, EXIT_CHANGES), "drift": (0, EXIT_CHANGES)}
 SET_BY_THE_ACTION = ("--format", "--comment-out")

@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from botctl.errors import EXIT_ERROR, EXIT_OK
-
-EXIT_TEST_FAILED = 3
+from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_TEST_FAILED
 
 Status = Literal["passed", "failed", "error"]
 
