@@ -228,24 +228,22 @@ class Progress:
     def line(self, result: OpResult) -> None:
         self.done += 1
         note = f": {result.message}" if result.message else ""
-        prefix = "\r\x1b[K" if self.live else ""
-        line = inert(f"{self.LABELS[result.status]}  {result.operation.label}{note}")
-        click.echo(f"{prefix}{line}")
-        if self.live:
-            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+        self.note(f"{self.LABELS[result.status]}  {result.operation.label}{note}")
 
     def note(self, text: str) -> None:
         """A line between operations' lines (a rename's progress)."""
         prefix = "\r\x1b[K" if self.live else ""
         click.echo(f"{prefix}{inert(text)}")
         if self.live:
-            click.echo(f"  [{self.done}/{self.total}] applying...", nl=False)
+            click.echo(self._counted(), nl=False)
 
     def status(self, text: str) -> None:
         """The status line, with ``text`` after the count (waiting on the rate limit)."""
         if self.live:
-            line = inert(f"  [{self.done}/{self.total}] applying... {text}")
-            click.echo(f"\r\x1b[K{line}", nl=False)
+            click.echo(f"\r\x1b[K{inert(self._counted(text))}", nl=False)
+
+    def _counted(self, text: str = "") -> str:
+        return f"  [{self.done}/{self.total}] applying..." + (f" {text}" if text else "")
 
     def finish(self) -> None:
         if self.live:
