@@ -625,7 +625,7 @@ def selection(options: SelectionGroup) -> Selection:
     return Selection(targets=options.targets, selector=options.selector, excludes=options.excludes)
 
 
-def service(options: ServiceGroup, sandbox: bool | None = None) -> ServiceOptions:
+def service(options: ServiceGroup) -> ServiceOptions:
     """How the run talks to the service (``debug`` traces every request to stderr)."""
     from botctl.service.options import ServiceOptions
 

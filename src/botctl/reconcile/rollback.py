@@ -25,8 +25,9 @@ from botctl.values import JsonValue, flatten, unflatten
 
 @dataclass(frozen=True)
 class Previous:
-    """One chatbot's settings leaves before the apply, by dotted path, and where each was
-    known from ("service" or "state"); a sealed (secret) recorded value is not held."""
+    """One chatbot's settings leaves before the apply, by dotted path (read from the service,
+    else as the state recorded them); ``sealed``: the leaves recorded only as a secret's
+    fingerprint, whose value is not held."""
 
     values: dict[str, JsonValue]
     sealed: frozenset[str] = frozenset()
