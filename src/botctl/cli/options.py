@@ -152,17 +152,26 @@ def _warning_codes(
 
 
 PATHS = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-CONFIG = click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="BOTCTL_CONFIG",
-    metavar="FILE",
-    is_eager=True,  # before every option whose default it may give
-    callback=_project,
-    help="Project file [env BOTCTL_CONFIG; default: botctl.yaml in the working directory or "
-    "the nearest parent that has one].",
-)
+
+
+def _config_option(*, expose: bool) -> Callable[[F], F]:
+    """``--config``; ``expose``: the command takes the loaded project (``config_file``), else
+    only the defaults it gives (a broken project file is an error at once)."""
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="BOTCTL_CONFIG",
+        metavar="FILE",
+        is_eager=True,  # before every option whose default it may give
+        expose_value=expose,
+        callback=_project,
+        help="Project file [env BOTCTL_CONFIG; default: botctl.yaml in the working directory "
+        "or the nearest parent that has one].",
+    )
+
+
+CONFIG = _config_option(expose=True)
 ALLOW_UNKNOWN_MODELS = click.option(
     "--allow-unknown-models/--no-allow-unknown-models",
     default=False,
@@ -466,17 +475,7 @@ def no_state_notice(state: str | os.PathLike[str]) -> str:
 def state_option(func: F) -> F:
     """``--state`` and ``--config`` for a command that needs only the state's location: it is
     called with ``state_path`` (the flag, BOTCTL_STATE, botctl.yaml's state, or the default)."""
-    config = click.option(
-        "--config",
-        type=click.Path(path_type=Path, dir_okay=False),
-        envvar="BOTCTL_CONFIG",
-        metavar="FILE",
-        is_eager=True,
-        expose_value=False,  # a broken project file is an error at once
-        callback=_project,
-        help="Project file [env BOTCTL_CONFIG; default: the nearest botctl.yaml].",
-    )
-    return stack(STATE, config)(func)
+    return stack(STATE, _config_option(expose=False))(func)
 
 
 # --- typed options -------------------------------------------------------------------------
