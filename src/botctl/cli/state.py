@@ -289,14 +289,11 @@ def rekey(o: RekeyOptions) -> int:
         disabled_warnings=o.disabled_warnings,
         selection=SelectionGroup(targets=(), selector=(), excludes=()),  # every chatbot
     )
-    specs = None
-    try:
-        ws = workspace(config)
-    except click.UsageError:
-        if o.paths:
-            raise
-    else:
-        specs = {bot.chatbot_id: bot for bot in load(ws).bots}
+    found = o.config_file.get()
+    given = o.paths or (found.paths if found is not None else ())
+    # Without a configuration (no PATH, none in botctl.yaml) there is nothing to match the
+    # fingerprints with: rekey_state refuses a state that holds any, unless --forget.
+    specs = {bot.chatbot_id: bot for bot in load(workspace(config)).bots} if given else None
     state_path = o.state_path  # the flag, BOTCTL_STATE, botctl.yaml's state or the default
     done = rekey_state(state_path, specs, os.environ, forget=o.forget, lock_timeout=o.lock_timeout)
     if not done.written:
