@@ -229,13 +229,7 @@ def select_names(bots: Sequence[tuple[str, Mapping[str, str]]], selection: Selec
     problems += _unmatched("--exclude", selection.excludes, names)
     if problems:
         raise BotctlError("; ".join(problems) + f"; chatbots: {', '.join(names)}")
-    kept = [
-        name
-        for name, labels in bots
-        if (not selection.targets or any(_matches(t, name) for t in selection.targets))
-        and matches_all(selection.selector, labels)
-        and not any(_matches(e, name) for e in selection.excludes)
-    ]
+    kept = [name for name, labels in bots if selection.covers(name, labels)]
     if not kept:
         message = f"the selection {selection.describe()} matches no chatbot"
         if selection.selector:
