@@ -20,6 +20,7 @@ from botctl.cli.agent import agent
 from botctl.cli.apply import apply
 from botctl.cli.completion import completion
 from botctl.cli.console import err
+from botctl.cli.conversations import conversations
 from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
@@ -82,6 +83,7 @@ for _command in (
     agent,
     refresh,
     test,
+    conversations,
     promote,
     render,
     export,

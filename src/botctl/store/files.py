@@ -134,6 +134,23 @@ def write_new_files(files: Sequence[tuple[Path, str]]) -> None:
             _remove(tmp)
 
 
+def replace_files(files: Sequence[tuple[Path, str]]) -> None:
+    """Write every file of ``files`` (path, text), replacing any that exists: all are written
+    in full beside their names first (fsync), so that a failure to write any leaves every
+    file as it was; then each is renamed over its name (a rename does not fail for want of
+    room). Permissions as ``write_new_files``'s."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, text in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged.append((_written_beside(path, text, shared=True), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            _remove(tmp)
+
+
 def _written_beside(path: Path, text: str, *, shared: bool = False) -> Path:
     """A temporary file in ``path``'s directory holding ``text``, on disk (fsync); readable
     by its owner only (botctl's own files may hold what it sent), or, ``shared``, as the
