@@ -32,7 +32,9 @@ def now(days_ago: float = 0) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def conversation(conv_id: str, days_ago: float, *messages: tuple[str, str], **extra: Any) -> dict:
+def conversation(
+    conv_id: str, days_ago: float, *messages: tuple[str, str], **extra: Any
+) -> dict[str, Any]:
     return {
         "id": conv_id,
         "source": extra.get("source", "Widget or Iframe"),

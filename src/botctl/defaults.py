@@ -35,3 +35,5 @@ DEFAULT_MIN_SIMILARITY = 0.5
 DEFAULT_DUPLICATE_SIMILARITY = 0.8
 DEFAULT_PULL_SINCE = "7d"  # `conversations pull --since`
 DEFAULT_PULL_MAX = 20  # tests one pull writes per chatbot
+DEFAULT_PREVIEW_TTL = "1h"  # `preview acquire --ttl`: a pull request job's apply and tests
+DEFAULT_PREVIEW_POLL = 2.0  # seconds between tries of a `preview acquire --wait`

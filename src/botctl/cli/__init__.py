@@ -25,6 +25,7 @@ from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
 from botctl.cli.plan import plan
+from botctl.cli.preview import preview
 from botctl.cli.promote import promote
 from botctl.cli.refresh import refresh
 from botctl.cli.render_cmd import render
@@ -84,6 +85,7 @@ for _command in (
     refresh,
     test,
     conversations,
+    preview,
     promote,
     render,
     export,
