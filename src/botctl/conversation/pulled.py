@@ -140,7 +140,7 @@ class Harvest:
     left_out: Counter[str] = field(default_factory=Counter)  # messages of kept conversations
 
 
-def test_name(bot: str, chatbot_id: str, conv_id: str, question: str) -> str:
+def pulled_name(bot: str, chatbot_id: str, conv_id: str, question: str) -> str:
     """``<chatbot>-<the first words of the question>-<6 hex digits of the conversation>``:
     stable for the same conversation, so a second pull finds the file of the first."""
     digest = hashlib.sha256(f"{chatbot_id}\0{conv_id}".encode()).hexdigest()[:6]
@@ -186,7 +186,7 @@ class Harvester:
         if not turns:
             found.skipped["no answered question"] += 1
             return
-        name = test_name(self.bot, self.chatbot_id, recorded.id, turns[0].question)
+        name = pulled_name(self.bot, self.chatbot_id, recorded.id, turns[0].question)
         if name in self.known:
             found.skipped["already a test of the configuration"] += 1
             return
@@ -196,13 +196,13 @@ class Harvester:
             return
         self._kept.append(asked)
         found.left_out.update(recorded.left_out)
-        text = test_document(
+        text = pulled_document(
             self.bot, self.chatbot_id, recorded, turns, self.rules, self.pulled_at, name
         )
         found.tests.append(Pulled(name, recorded.id, text))
 
 
-def test_document(
+def pulled_document(
     bot: str,
     chatbot_id: str,
     recorded: Recorded,

@@ -29,7 +29,7 @@ from botctl.pipeline.conversations import (
     chat_through,
     chosen_tests,
     judges_of,
-    test_secrets,
+    masked_values,
     whole_and_selected,
 )
 from botctl.pipeline.flows import _refs, _service
@@ -76,13 +76,9 @@ def pair_with_baseline(fleet: Fleet, selection: Selection, baseline: Stage) -> P
             f"--baseline {baseline.text}: every selected chatbot is a baseline chatbot, so none "
             "is left to test; select the chatbots to test, e.g. -l stage=preview"
         )
+    # Never empty here: were every key of the baseline named alike by -l, every chatbot -l
+    # selects would be a baseline chatbot.
     keys = stage_keys(baseline.requirements, selection.selector)
-    if not keys:
-        raise BotctlError(
-            f"--baseline {baseline.text} names no label key that -l does not name alike, so no "
-            "chatbot can be paired with its baseline (e.g. -l stage=preview --baseline "
-            "stage=production)"
-        )
     by_name = {b.name: b for b in bots}
     pairs, problems = [], []
     shown = ", ".join(map(repr, sorted(keys)))
@@ -142,7 +138,7 @@ async def run_behaviour(
             [case for t, tested, base in todo for case in ((t, tested), (t, base))],
             chat_through(clients),
             parallelism=ws.parallelism,
-            secrets=test_secrets(ws, everyone),
+            secrets=masked_values(ws, everyone),
             judges=judges,
         )
     pairs = tuple(compare(results[2 * i], results[2 * i + 1]) for i in range(len(todo)))

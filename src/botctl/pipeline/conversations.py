@@ -48,7 +48,7 @@ def key_values(bots: Sequence[BotSpec], environ: Mapping[str, str]) -> set[str]:
     return {environ[b.api_key_env] for b in bots if environ.get(b.api_key_env)}
 
 
-def test_secrets(ws: Workspace, bots: Sequence[BotSpec]) -> set[str]:
+def masked_values(ws: Workspace, bots: Sequence[BotSpec]) -> set[str]:
     """What no quote of an answer may show: the configuration's secrets and the keys."""
     return {*ws.secrets, *key_values(bots, ws.environ)}
 
@@ -98,7 +98,7 @@ async def test_with(
             bots,
             chat_through(clients),
             parallelism=ws.parallelism,
-            secrets=test_secrets(ws, [*bots, *judges.values()]),
+            secrets=masked_values(ws, [*bots, *judges.values()]),
             judges=judges,
         )
 
