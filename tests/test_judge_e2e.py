@@ -96,7 +96,8 @@ def test_a_judge_that_passes_the_answer(bench: Bench) -> None:
     prompt = message["content"]
     for part in (RUBRIC, "Can I get a refund?", "A person from billing will look at it."):
         assert part in prompt
-    assert "VERDICT: PASS" in prompt and "VERDICT: FAIL" in prompt
+    assert "VERDICT: PASS" in prompt
+    assert "VERDICT: FAIL" in prompt
     assert sent["body"]["temperature"] == 0
     assert "conversationId" not in sent["body"]
 

@@ -93,7 +93,7 @@ def test_the_judge_is_sent_rubric_question_and_answer_between_markers() -> None:
 
 # -- redaction ----------------------------------------------------------------------------
 
-CONTACTS = [
+CONTACTS: list[dict[str, Any]] = [
     {
         "name": "Jane  Doe",
         "email": "jane@example.com",
@@ -138,7 +138,7 @@ def test_project_rules_run_first_and_are_counted() -> None:
 
 @pytest.mark.parametrize("text", ["order", "=A", "1x=A", "x=("])
 def test_a_malformed_rule_says_so(text: str) -> None:
-    with pytest.raises(ValueError, match="LABEL=REGEX|not a regular expression"):
+    with pytest.raises(ValueError, match=r"LABEL=REGEX|not a regular expression"):
         parse_rule(text)
 
 
@@ -252,5 +252,6 @@ def test_changes_are_ordered_most_changed_first() -> None:
     order = [(p.candidate.chatbot, t.index, t.similarity) for p, t in report.changes()]
     assert order == [("c", 1, None), ("e", 0, 0.0), ("a", 0, 1.0), ("a", 1, 1.0), ("c", 0, 1.0)]
     assert report.count_changed() == 2
-    assert cut.least_similarity is None and same.least_similarity == 1.0
+    assert cut.least_similarity is None
+    assert same.least_similarity == 1.0
     assert report.exit_code == 1  # the run of c stopped: an error of the chatbot under test

@@ -36,7 +36,8 @@ def test_the_comment_lists_changed_answers_first_under_its_budget() -> None:
     assert comment.startswith(BEHAVIOUR_MARKER + "\n### botctl test --baseline stage=production")
     assert len(comment) <= 60_000
     assert "**Changed answers (200)**" in comment
-    assert "_... " in comment and "more changed answers not shown" in comment
+    assert "_... " in comment
+    assert "more changed answers not shown" in comment
     assert "Unchanged answers" not in comment or comment.index("Changed") < comment.index("Unch")
 
 
@@ -46,7 +47,8 @@ def test_markdown_in_an_answer_is_shown_as_written() -> None:
         case("t", "prod", "plain"),
     )
     comment = render_behaviour_comment(BehaviourReport("stage=production", (hostile,)))
-    assert "\\<script\\>" in comment and "\\| \\*\\*bold\\*\\* \\@team \\[a\\]" in comment
+    assert "\\<script\\>" in comment
+    assert "\\| \\*\\*bold\\*\\* \\@team \\[a\\]" in comment
 
 
 def test_json_adds_fields_to_the_test_report() -> None:
@@ -59,7 +61,8 @@ def test_json_adds_fields_to_the_test_report() -> None:
     assert document["summary"] == {**plain["summary"], "changed": 1}
     assert document["baseline"]["selector"] == "stage=production"
     changed = document["comparisons"][1]
-    assert changed["baselineChatbot"] == "prod" and changed["changed"] is True
+    assert changed["baselineChatbot"] == "prod"
+    assert changed["changed"] is True
     (message,) = changed["messages"]
     assert set(message) == {
         "message", "question", "similarity", "changed", "answer", "passed", "failures",

@@ -36,7 +36,8 @@ def test_a_lease_round_trips(tmp_path: Path) -> None:
         }
     }
     assert load_state(path).previews == {"bot-2": LEASE}
-    assert LEASE.lapsed(LEASE.expires) and not LEASE.lapsed(LEASE.expires - 1)
+    assert LEASE.lapsed(LEASE.expires)
+    assert not LEASE.lapsed(LEASE.expires - 1)
 
 
 def test_an_apply_writing_the_state_keeps_the_leases(tmp_path: Path) -> None:

@@ -11,12 +11,14 @@ replacement is never matched by a later one):
    ``[LABEL]``;
 3. e-mail addresses -> ``[email]``;
 4. payment ids: IBANs, card numbers (13 to 19 digits, spaces or dashes between; a mistyped
-   card number fails the Luhn check and is still one), and the ids payment providers give (``cus_``, ``pm_``, ``pi_``, ``ch_``,
-   ``card_``, ``acct_``, ``sub_``, ``in_``, ``src_``, ``tok_``, ``ba_``, ``py_``, ``re_``,
-   ``seti_``, ``txn_``, ``po_``, ``tr_`` and 8 or more letters and digits) -> ``[payment-id]``;
+   card number fails the Luhn check and is still one), and the ids payment providers give
+   (``cus_``, ``pm_``, ``pi_``, ``ch_``, ``card_``, ``acct_``, ``sub_``, ``in_``, ``src_``,
+   ``tok_``, ``ba_``, ``py_``, ``re_``, ``seti_``, ``txn_``, ``po_``, ``tr_`` and 8 or more
+   letters and digits) -> ``[payment-id]``;
 5. telephone numbers: 7 to 15 digits, optionally after ``+`` or in parentheses, with
-   spaces, dots, dashes, slashes or parentheses between (a date such as 2025-05-02 is not one; any other
-   number that long is taken for one: a redaction too many is the safe side) -> ``[phone]``;
+   spaces, dots, dashes, slashes or parentheses between (a date such as 2025-05-02 is not
+   one; any other number that long is taken for one: a redaction too many is the safe side)
+   -> ``[phone]``;
 6. the contacts' names: the whole name in any letter case, and each of its words of two
    letters or more as the contact record spells it or capitalised -> ``[name]``.
 """
