@@ -365,7 +365,7 @@ def test_every_project_field_is_one_option_of_plan() -> None:
     from botctl.config.project import ProjectFile
 
     claimed = [p.project_field for p in plan.params if isinstance(p, ProjectOption)]
-    own = {"apiVersion", "kind", "paths", "lint"}  # read by the command itself
+    own = {"apiVersion", "kind", "paths", "lint", "redact"}  # read by the command itself
     assert sorted(claimed) == sorted(set(ProjectFile.model_fields) - own)
     for _, command in _commands(cli):
         for p in command.params:

@@ -47,13 +47,26 @@ class ProjectLint(_Strict):
     )
 
 
+REDACT_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # `[label]` replaces what a pattern finds
+
+
 class RedactPattern(_Strict):
     """A pattern of personal data: what it finds is written ``[label]``."""
 
-    label: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
+    label: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="What a finding is written as, in brackets: a letter, then letters, digits, "
+        "'_' or '-'."
+    )
     pattern: Annotated[str, StringConstraints(min_length=1)] = Field(
         description="A regular expression (Python syntax)."
     )
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if not REDACT_LABEL.fullmatch(value):
+            raise ValueError("must be a letter, then letters, digits, '_' or '-'")
+        return value
 
     @field_validator("pattern")
     @classmethod

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botctl.config.project import REDACT_LABEL
+
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
@@ -56,7 +58,7 @@ def parse_rule(text: str) -> Rule:
     """``LABEL=REGEX`` (``--redact``); ``ValueError`` saying what is wrong."""
     label, sep, pattern = text.partition("=")
     label = label.strip()
-    if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", label) or not pattern:
+    if not sep or not REDACT_LABEL.fullmatch(label) or not pattern:
         raise ValueError(f"{text!r}: give LABEL=REGEX, e.g. order-id=A-\\d+")
     try:
         return Rule(label, re.compile(pattern))
