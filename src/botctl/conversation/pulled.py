@@ -141,10 +141,15 @@ class Harvest:
 
 
 def pulled_name(bot: str, chatbot_id: str, conv_id: str, question: str) -> str:
-    """``<chatbot>-<the first words of the question>-<6 hex digits of the conversation>``:
+    """``<chatbot>-<the first words of the question's last line>-<6 hex digits of the
+    conversation>``:
     stable for the same conversation, so a second pull finds the file of the first."""
     digest = hashlib.sha256(f"{chatbot_id}\0{conv_id}".encode()).hexdigest()[:6]
-    words = re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:NAME_WORDS].strip("-")
+    # The question's last line (a greeting often comes first), redactions left out.
+    asked = re.sub(
+        r"\[[a-z-]+\]", " ", question.strip().splitlines()[-1] if question.strip() else ""
+    )
+    words = re.sub(r"[^a-z0-9]+", "-", asked.lower()).strip("-")[:NAME_WORDS].strip("-")
     room = HANDLE_MAX_LENGTH - len(digest) - len(words) - 2
     head = bot[: max(room, 1)].rstrip("-._")
     return "-".join(part for part in (head, words, digest) if part)
