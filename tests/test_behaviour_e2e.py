@@ -4,7 +4,6 @@ dashboard"; the sandbox's answers follow each chatbot's instructions."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 import yaml
 
 from tests.e2e_support import Bench
+from tests.stages_support import stages
 
 RESET = "Use the reset link on the sign-in page: it arrives by e-mail in a minute."
 REFUND_OLD = "Refunds take 5 days, back to the card you paid with."
@@ -79,31 +79,7 @@ SEEDED = [
 
 
 def config(bench: Bench) -> Path:
-    bench.write(
-        "bots.yaml",
-        f"""
-        apiVersion: botctl/v1
-        kind: Defaults
-        metadata: {{name: support}}
-        spec:
-          selector: {{matchLabels: {{app: support}}}}
-          settings: {{model: gpt-4o-mini}}
-        ---
-        apiVersion: botctl/v1
-        kind: Chatbot
-        metadata: {{name: support, labels: {{app: support, stage: production}}}}
-        spec:
-          chatbotId: bot-prod
-          settings: {{instructions: {json.dumps(PROD_INSTRUCTIONS)}}}
-        ---
-        apiVersion: botctl/v1
-        kind: Chatbot
-        metadata: {{name: support-preview, labels: {{app: support, stage: preview}}}}
-        spec:
-          chatbotId: bot-preview
-          settings: {{instructions: {json.dumps(PREVIEW_INSTRUCTIONS)}}}
-        """,
-    )
+    bench.write("bots.yaml", stages(PROD_INSTRUCTIONS, PREVIEW_INSTRUCTIONS, model="gpt-4o-mini"))
     return bench.config_dir
 
 

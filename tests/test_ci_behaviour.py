@@ -17,6 +17,7 @@ import yaml
 
 from tests import launch
 from tests.e2e_support import KEY, Bench
+from tests.stages_support import stages
 
 ROOT = Path(__file__).parents[1]
 WORKFLOW: dict[Any, Any] = yaml.safe_load((ROOT / "docs/ci/github-workflow.yml").read_text())
@@ -25,28 +26,12 @@ PROD = "Refunds take 5 days, back to the card you paid with."
 
 
 def configuration(bench: Bench, preview_sentence: str) -> None:
-    bench.write(
-        "bots.yaml",
-        f"""
-        apiVersion: botctl/v1
-        kind: Chatbot
-        metadata: {{name: support, labels: {{app: support, stage: production}}}}
-        spec: {{chatbotId: bot-prod, settings: {{instructions: {json.dumps(PROD)}}}}}
-        ---
-        apiVersion: botctl/v1
-        kind: Chatbot
-        metadata: {{name: support-preview, labels: {{app: support, stage: preview}}}}
-        spec: {{chatbotId: bot-preview, settings: {{instructions: {json.dumps(preview_sentence)}}}}}
-        ---
-        apiVersion: botctl/v1
-        kind: ConversationTest
-        metadata: {{name: refund}}
-        spec:
-          chatbots: [support]
-          conversation:
-            - {{role: user, content: How long does a refund take?, expect: {{contains: 5 days}}}}
-        """,
+    test = (
+        "apiVersion: botctl/v1\nkind: ConversationTest\nmetadata: {name: refund}\n"
+        "spec:\n  chatbots: [support]\n  conversation:\n"
+        "    - {role: user, content: How long does a refund take?, expect: {contains: 5 days}}\n"
     )
+    bench.write("bots.yaml", stages(PROD, preview_sentence, test))
 
 
 @pytest.fixture

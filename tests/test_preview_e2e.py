@@ -14,6 +14,7 @@ import pytest
 
 from tests import launch
 from tests.e2e_support import KEY, Bench
+from tests.stages_support import stages
 
 PROD = "Refunds take 5 days, back to the card you paid with."
 PULL_A = "Refunds are handled by a person from billing, who writes back within a day."
@@ -25,34 +26,14 @@ def configuration(bench: Bench, name: str, refund_sentence: str, expected: str) 
     test that its answer must pass."""
     root = bench.workdir / name
     root.mkdir()
-    (root / "bots.yaml").write_text(
-        f"""\
-apiVersion: botctl/v1
-kind: Chatbot
-metadata: {{name: support, labels: {{app: support, stage: production}}}}
-spec:
-  chatbotId: bot-prod
-  settings: {{model: gpt-4o-mini, instructions: {json.dumps(PROD)}}}
----
-apiVersion: botctl/v1
-kind: Chatbot
-metadata: {{name: support-preview, labels: {{app: support, stage: preview}}}}
-spec:
-  chatbotId: bot-preview
-  settings: {{model: gpt-4o-mini, instructions: {json.dumps(refund_sentence)}}}
----
-apiVersion: botctl/v1
-kind: ConversationTest
-metadata: {{name: refund}}
-spec:
-  chatbots: [support]
-  conversation:
-    - role: user
-      content: How long does a refund take?
-      expect: {{contains: {json.dumps(expected)}}}
-""",
-        encoding="utf-8",
+    test = (
+        "apiVersion: botctl/v1\nkind: ConversationTest\nmetadata: {name: refund}\n"
+        "spec:\n  chatbots: [support]\n  conversation:\n    - role: user\n"
+        "      content: How long does a refund take?\n"
+        f"      expect: {{contains: {json.dumps(expected)}}}\n"
     )
+    text = stages(PROD, refund_sentence, test, model="gpt-4o-mini")
+    (root / "bots.yaml").write_text(text, encoding="utf-8")
     return root
 
 

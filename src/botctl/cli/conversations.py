@@ -14,13 +14,12 @@ from botctl.cli.drift import Duration
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
     CONFIG,
-    ConfigGroup,
     FoundProject,
-    SelectionGroup,
     ServiceGroup,
     group,
     service_options,
     takes,
+    whole_configuration,
     workspace,
 )
 from botctl.defaults import (
@@ -202,13 +201,7 @@ def pull(o: PullCommandOptions) -> int:
     until = o.until or now.date()
     if since > until:
         raise click.UsageError(f"--since {since} is after --until {until}")
-    config = ConfigGroup(
-        paths=o.config_paths,
-        config_file=o.config_file,
-        allow_unknown_models=o.allow_unknown_models,
-        disabled_warnings=frozenset(),
-        selection=SelectionGroup(targets=(), selector=(), excludes=()),
-    )
+    config = whole_configuration(o.config_paths, o.config_file, o.allow_unknown_models)
     ws = workspace(config, o.service)
     options = PullOptions(
         chatbots=o.chatbots,

@@ -17,11 +17,10 @@ from botctl.cli.options import (
     LOCK_TIMEOUT,
     PATHS,
     STATE,
-    ConfigGroup,
     FoundProject,
-    SelectionGroup,
     state_option,
     takes,
+    whole_configuration,
     workspace,
 )
 from botctl.cli.tests_cmd import stage_selector
@@ -120,13 +119,7 @@ def acquire(o: AcquireOptions) -> int:
     from botctl.resources.preview import iso_seconds
 
     owner = _owner(o.owner)
-    config = ConfigGroup(
-        paths=o.paths,
-        config_file=o.config_file,
-        allow_unknown_models=o.allow_unknown_models,
-        disabled_warnings=frozenset(),
-        selection=SelectionGroup(targets=(), selector=(), excludes=()),
-    )
+    config = whole_configuration(o.paths, o.config_file, o.allow_unknown_models)
     ws = replace(workspace(config), state_path=o.state_path, lock_timeout=o.lock_timeout)
 
     wait = o.wait.total_seconds() if o.wait is not None else 0.0

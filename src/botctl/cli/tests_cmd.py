@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
@@ -140,29 +141,51 @@ def test(o: TestOptions) -> int:
     from botctl.render import tests as render
 
     ws = workspace(o.config, o.service)
-    renderers = {
-        "text": render.render_tests_text,
-        "json": render.render_tests_json,
-        "markdown": render.render_tests_markdown,
-        "github": render.render_tests_github,
-    }
-    with errors_as_annotations(o.fmt, "botctl test"):
-        report = run_async(run_conversation_tests(ws, o.test_names))
-        click.echo(renderers[o.fmt](report), nl=False)
-        if o.comment_out is not None:
-            write_comment(o.comment_out, render.render_tests_comment(report))
-        _junit(o, render.render_junit(report))
-    if o.fmt == "markdown":
-        err(render.summary(report))
+    formats = _Formats(
+        {
+            "text": render.render_tests_text,
+            "json": render.render_tests_json,
+            "markdown": render.render_tests_markdown,
+            "github": render.render_tests_github,
+        },
+        render.render_tests_comment,
+        render.render_junit,
+        render.summary,
+    )
+    report = _reported(o, run_conversation_tests(ws, o.test_names), formats)
     if not report.cases:
         err("no conversation test covers the selected chatbots")
     return report.exit_code
 
 
-def _junit(o: TestOptions, text: str) -> None:
-    if o.junit_file is not None:
-        write_junit(o.junit_file, text)
-        err(f"JUnit report written to {o.junit_file}")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class _Formats(Generic[R]):
+    """How a report of type R is written: ``--format``'s renderers, the comment, the JUnit
+    XML, and the summary line a Markdown run says on standard error."""
+
+    renderers: dict[str, Callable[[R], str]]
+    comment: Callable[[R], str]
+    junit: Callable[[R], str]
+    summary: Callable[[R], str]
+
+
+def _reported(o: TestOptions, run: Coroutine[Any, Any, R], formats: _Formats[R]) -> R:
+    """Run the tests, print the report as ``--format`` says, write the comment and the JUnit
+    report when asked for."""
+    with errors_as_annotations(o.fmt, "botctl test"):
+        report = run_async(run)
+        click.echo(formats.renderers[o.fmt](report), nl=False)
+        if o.comment_out is not None:
+            write_comment(o.comment_out, formats.comment(report))
+        if o.junit_file is not None:
+            write_junit(o.junit_file, formats.junit(report))
+            err(f"JUnit report written to {o.junit_file}")
+    if o.fmt == "markdown":
+        err(formats.summary(report))
+    return report
 
 
 def _compared(o: TestOptions, baseline: Stage) -> int:
@@ -172,20 +195,18 @@ def _compared(o: TestOptions, baseline: Stage) -> int:
     from botctl.render.tests import render_junit
 
     ws = workspace(o.config, o.service)
-    renderers = {
-        "text": render.render_behaviour_text,
-        "json": render.render_behaviour_json,
-        "markdown": render.render_behaviour_markdown,
-        "github": render.render_behaviour_github,
-    }
-    with errors_as_annotations(o.fmt, "botctl test"):
-        report = run_async(run_behaviour(ws, baseline, o.test_names))
-        click.echo(renderers[o.fmt](report), nl=False)
-        if o.comment_out is not None:
-            write_comment(o.comment_out, render.render_behaviour_comment(report))
-        _junit(o, render_junit(report.tests))
-    if o.fmt == "markdown":
-        err(render.behaviour_summary(report))
+    formats = _Formats(
+        {
+            "text": render.render_behaviour_text,
+            "json": render.render_behaviour_json,
+            "markdown": render.render_behaviour_markdown,
+            "github": render.render_behaviour_github,
+        },
+        render.render_behaviour_comment,
+        lambda found: render_junit(found.tests),
+        render.behaviour_summary,
+    )
+    report = _reported(o, run_behaviour(ws, baseline, o.test_names), formats)
     if not report.pairs:
         err("no conversation test covers the chatbots under test")
     return report.exit_code

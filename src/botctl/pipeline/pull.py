@@ -24,11 +24,10 @@ from botctl.conversation.pulled import Harvest, Harvester, Pulled, PullRules
 from botctl.conversation.redact import Contacts, Redactor, Rule
 from botctl.errors import BotctlError, ReadsUnavailable
 from botctl.models import BotSpec
-from botctl.pipeline.flows import _refs, _service
+from botctl.pipeline.flows import _refs, _service, write_all_or_none
 from botctl.pipeline.workspace import Workspace, load_resolved
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
-from botctl.store.files import replace_files, write_new_files
 
 MAX_PAGES = 10_000  # of either list: a service that never ends a list is an error, not a hang
 
@@ -136,18 +135,8 @@ def _write(report: PullReport, tests: Sequence[Pulled], options: PullOptions) ->
             existing.append((path, test.text))
         else:
             files.append((path, test.text))
-    try:
-        if options.overwrite:
-            replace_files([*files, *existing])
-            report.written = [p for p, _ in [*files, *existing]]
-            return
-        write_new_files(files)
-    except FileExistsError as exc:
-        raise BotctlError(
-            f"{exc.filename} was created meanwhile: not overwritten, and nothing was written"
-        ) from None
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else f" into {options.out}"
-        raise BotctlError(f"cannot write{where}: {exc.strerror}; nothing was written") from None
+    if options.overwrite:
+        files, existing = [*files, *existing], []
+    write_all_or_none(options.out, files, replace_existing=options.overwrite)
     report.written = [p for p, _ in files]
     report.kept = [p for p, _ in existing]
