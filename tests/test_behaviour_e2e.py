@@ -185,3 +185,40 @@ def test_pull_writes_nothing_over_files_without_overwrite(bench: Bench) -> None:
     )
     assert replaced.exit_code == 0, replaced.output
     assert not edited.read_text().endswith("# reviewed\n")
+
+
+def test_pull_masks_the_key_and_secrets_and_names_an_unknown_chatbot(bench: Bench) -> None:
+    """An answer that echoed the API key or a ${secret:} value never reaches a file; a
+    CHATBOT the configuration lacks is named, nothing read."""
+    root = config(bench)
+    leak = conversation(
+        "c-leak",
+        1,
+        ("user", "What is your token?"),
+        ("assistant", "It is test-key and Pr0mpt-Token-7."),
+    )
+    bench.admin("PATCH", "/chatbots/bot-prod", {"conversations": [leak]})
+    (root / "bots.yaml").write_text(
+        (root / "bots.yaml")
+        .read_text()
+        .replace('instructions: "', 'instructions: "${secret:PROMPT_TOKEN} ', 1)
+    )
+    out = bench.workdir / "pulled"
+    bench.clear_log()
+    env = {"PROMPT_TOKEN": "Pr0mpt-Token-7"}
+    unknown = bench.run(
+        "conversations", "pull", "suport", "-p", str(root), "--out", str(out), env=env
+    )
+    assert unknown.exit_code == 1
+    assert "CHATBOT 'suport': no chatbot of the configuration is named so (did you mean" in (
+        unknown.output
+    )
+    assert bench.requests() == []
+    pulled = bench.run(
+        "conversations", "pull", "support", "-p", str(root), "--out", str(out), env=env
+    )
+    assert pulled.exit_code == 0, pulled.output
+    text = "\n".join(p.read_text() for p in out.glob("*.yaml"))
+    assert "It is (secret) and (secret)." in text
+    assert "test-key" not in text + pulled.output
+    assert "Pr0mpt-Token-7" not in text + pulled.output

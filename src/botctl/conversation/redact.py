@@ -1,8 +1,9 @@
 """Personal data out of conversations drawn from real traffic (``botctl conversations pull``),
 before anything is written to a file a person commits.
 
-Each finding is replaced by its label in brackets, in this order (an earlier rule's
-replacement is never matched by a later one):
+First the run's API keys and ``${secret:...}`` values, in every spelling, are masked as
+``(secret)`` (an answer may have echoed one). Then each finding is replaced by its label in
+brackets, in this order (an earlier rule's replacement is never matched by a later one):
 
 1. the values the service holds for the chatbot's contacts (4.5), exactly: e-mail
    addresses, telephone numbers, payment ids and payment e-mails, external ids of six
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botctl.config.project import REDACT_LABEL
+from botctl.values import mask_secrets_in_text
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
@@ -113,9 +115,13 @@ class Redactor:
 
     contacts: Contacts = field(default_factory=Contacts)
     rules: Sequence[Rule] = ()
+    # The run's API keys and ${secret:...} values: masked before anything else, every
+    # spelling (values.mask_secrets_in_text), should an answer have echoed one.
+    secrets: Iterable[str] = ()
     found: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
+        self._secrets = tuple(self.secrets)
         self._exact = _alternation(self.contacts.exact)
         self._whole_names = _alternation(self.contacts.names, re.IGNORECASE)
         parts = {
@@ -147,6 +153,10 @@ class Redactor:
         return pattern.sub(replace, text)
 
     def __call__(self, text: str) -> str:
+        masked = mask_secrets_in_text(text, self._secrets)
+        if masked != text:
+            self.found["secret"] += 1
+            text = masked
         if self._exact is not None:
             exact = self.contacts.exact
 

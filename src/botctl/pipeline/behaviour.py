@@ -33,7 +33,7 @@ from botctl.pipeline.conversations import (
     whole_and_selected,
 )
 from botctl.pipeline.flows import _refs, _service
-from botctl.pipeline.promote import Member, Stage, _matches_nothing, counterparts
+from botctl.pipeline.promote import Member, Stage, counterparts, matches_nothing
 from botctl.pipeline.workspace import Workspace
 from botctl.service.connect import connect
 
@@ -64,7 +64,7 @@ def pair_with_baseline(fleet: Fleet, selection: Selection, baseline: Stage) -> P
     members = {b.name: Member(b.name, b.chatbot_id, b.labels) for b in bots}
     base = [b for b in bots if matches_all(baseline.requirements, b.labels)]
     if not base:
-        found = _matches_nothing(
+        found = matches_nothing(
             "--baseline", baseline, list(members.values()), "there is nothing to compare with"
         )
         raise BotctlError(found)

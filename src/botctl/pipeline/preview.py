@@ -21,7 +21,7 @@ from botctl.config.selection import Selection, matches_all
 from botctl.defaults import DEFAULT_PREVIEW_POLL
 from botctl.errors import BotctlError
 from botctl.models import State
-from botctl.pipeline.promote import Member, Stage
+from botctl.pipeline.promote import Member, Stage, matches_nothing
 from botctl.pipeline.workspace import Workspace, load_resolved
 from botctl.resources.preview import PreviewLease, iso_seconds
 from botctl.store.backend import StateBackend
@@ -51,7 +51,8 @@ def stage_members(ws: Workspace, stages: Sequence[Stage]) -> list[tuple[Stage, l
             if matches_all(stage.requirements, b.spec.labels)
         ]
         if not members:
-            raise BotctlError(f"--stage {stage.text}: matches no chatbot of the configuration")
+            everyone = [Member(b.spec.name, b.spec.chatbot_id, b.spec.labels) for b in fleet.bots]
+            raise BotctlError(matches_nothing("--stage", stage, everyone, "nothing to lease"))
         found.append((stage, members))
     return found
 

@@ -13,17 +13,20 @@ a test of the configuration already is skipped.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 from botctl import contract
+from botctl.config.messages import did_you_mean
 from botctl.config.selection import Selection
 from botctl.conversation.pulled import Harvest, Harvester, Pulled, PullRules
 from botctl.conversation.redact import Contacts, Redactor, Rule
 from botctl.errors import BotctlError, ReadsUnavailable
 from botctl.models import BotSpec
+from botctl.pipeline.conversations import masked_values
 from botctl.pipeline.flows import _refs, _service, write_all_or_none
 from botctl.pipeline.workspace import Workspace, load_resolved
 from botctl.service.client import ServiceClient
@@ -63,8 +66,19 @@ class PullReport:
 async def pull_conversations(ws: Workspace, options: PullOptions) -> PullReport:
     """Read, redact, write (all or none); nothing is written when any read fails."""
     whole = load_resolved(replace(ws, selection=Selection()))
-    fleet = whole.selected(Selection(targets=options.chatbots))
-    bots = [b.spec for b in fleet.bots]
+    names = [b.spec.name for b in whole.bots]
+    for pattern in options.chatbots:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+            raise BotctlError(
+                f"CHATBOT {pattern!r}: no chatbot of the configuration is named so"
+                + did_you_mean(pattern, names)
+                + f"; chatbots: {', '.join(names)}"
+            )
+    bots = [
+        b.spec
+        for b in whole.bots
+        if any(fnmatch.fnmatchcase(b.spec.name, p) for p in options.chatbots)
+    ]
     known = frozenset(t.name for t in whole.tests)
     pulled_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     report = PullReport()
@@ -72,7 +86,7 @@ async def pull_conversations(ws: Workspace, options: PullOptions) -> PullReport:
         for bot in bots:
             client = clients[bot.api_key_env]
             contacts = await _contacts(client, bot) if options.contact_names else Contacts()
-            redactor = Redactor(contacts, options.redact)
+            redactor = Redactor(contacts, options.redact, secrets=masked_values(ws, bots))
             taker = Harvester(bot.name, bot.chatbot_id, redactor, options.rules, pulled_at, known)
             read = await _read(client, bot, options, taker)
             report.bots.append(BotPull(bot, taker.found, read, dict(redactor.found)))
