@@ -4,6 +4,8 @@ dashboard"; the sandbox's answers follow each chatbot's instructions."""
 
 from __future__ import annotations
 
+import json
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,19 @@ def test_pull_redact_commit_compare_and_comment(bench: Bench) -> None:
     assert "passed your request on" in markdown[changed:unchanged]
     assert "Refunds take 5 days" in markdown[changed:unchanged]
     assert len(markdown) <= 60_000
+    # The same run for CI: annotations, JSON with the comparisons, the JUnit report.
+    junit = bench.workdir / "behaviour.xml"
+    base = ("test", str(root), "-l", "stage=preview", "--baseline", "stage=production")
+    github = bench.run(*base, "--format", "github", "--junit", str(junit))
+    assert github.exit_code == 3
+    assert "::group::botctl test --baseline: behaviour" in github.stdout
+    assert "::error file=" in github.stdout
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    document = json.loads(bench.run(*base, "--format", "json").stdout)
+    assert document["summary"]["changed"] == 1
+    assert document["baseline"]["summary"]["passed"] == 2
+    assert {c["chatbot"] for c in document["cases"]} == {"support-preview"}
 
 
 def test_pull_writes_nothing_over_files_without_overwrite(bench: Bench) -> None:
