@@ -98,9 +98,21 @@ def test_demo_runs_offline_adopts_and_shows_drift() -> None:
     assert "PASS  sales-offers-a-demo  sales (demo-sales-01)  3/3 runs passed" in tests
     assert "Tests: 4 passed, 0 failed, 0 error(s) (4 in all)." in tests
     # ... and a dashboard edit of it is caught in its class, beside the applied examples'.
-    drift = result.output.split("9. $ botctl drift", 1)[1]
+    drift = result.output.split("9. $ botctl drift", 1)[1].split("10. $", 1)[0]
     assert "Drift detected: 3 changed outside botctl" in drift
     assert 'faq:\n  ! settings model: recorded "gpt-4o-mini" (verified), now "gpt-5-mini"' in drift
+    # Tests drawn from the stored conversations, personal data redacted...
+    pulled = result.output.split("10. $ botctl conversations pull", 1)[1].split("11. ", 1)[0]
+    assert "3 conversations read, 2 tests written, skipped: 1 near-duplicate questions" in pulled
+    assert "Hi, I'm [name], you can call me on [phone]." in pulled
+    assert "Maria" not in pulled
+    assert "4242" not in pulled
+    # ... and the pull request's behaviour diff: the refund answers changed, the rest did not.
+    diff = result.output.split("12. $ botctl test", 1)[1]
+    assert "Behaviour against tier=production: 2 of 5 answer(s) changed" in diff
+    assert 'baseline  PASS    "I cannot issue refunds myself' in diff
+    assert 'now       FAIL    "Sandbox answer (gpt-5-mini): Refunds are quick' in diff
+    assert "Tests: 2 passed, 2 failed, 0 error(s) (4 in all)." in diff
 
 
 def test_unlock_when_not_locked(tmp_path: Path) -> None:
@@ -365,7 +377,7 @@ def test_every_project_field_is_one_option_of_plan() -> None:
     from botctl.config.project import ProjectFile
 
     claimed = [p.project_field for p in plan.params if isinstance(p, ProjectOption)]
-    own = {"apiVersion", "kind", "paths", "lint"}  # read by the command itself
+    own = {"apiVersion", "kind", "paths", "lint", "redact"}  # read by the command itself
     assert sorted(claimed) == sorted(set(ProjectFile.model_fields) - own)
     for _, command in _commands(cli):
         for p in command.params:

@@ -86,6 +86,7 @@ def test_installed_wheel_runs_from_any_directory(wheel: Path, tmp_path: Path) ->
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "support (demo-support-01)" in demo.stdout
     assert "Drift detected" in demo.stdout
+    assert "Behaviour against tier=production: 2 of 5 answer(s) changed" in demo.stdout
     # It ran the examples inside the installed package, not a checkout's.
     assert str(venv) in demo.stdout
     assert str(ROOT) not in demo.stdout

@@ -28,3 +28,12 @@ DEFAULT_ACCEPT_FOR = "7d"  # how long `drift --accept` acknowledges (a duration:
 DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight
 STATE_KEY_ENV = "BOTCTL_STATE_KEY"  # the state key: fingerprints and state encryption
 OLD_STATE_KEY_ENV = "BOTCTL_OLD_STATE_KEY"  # `state rekey`: the key the state was made under
+# Conversation tests: how like the recorded answer a new one must be (expect.similarTo's
+# minSimilarity when not given, and what `conversations pull` writes), and when a pulled
+# conversation's questions are a near-duplicate of one already taken.
+DEFAULT_MIN_SIMILARITY = 0.5
+DEFAULT_DUPLICATE_SIMILARITY = 0.8
+DEFAULT_PULL_SINCE = "7d"  # `conversations pull --since`
+DEFAULT_PULL_MAX = 20  # tests one pull writes per chatbot
+DEFAULT_PREVIEW_TTL = "1h"  # `preview acquire --ttl`: a pull request job's apply and tests
+DEFAULT_PREVIEW_POLL = 2.0  # seconds between tries of a `preview acquire --wait`

@@ -26,6 +26,7 @@ from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
 from botctl.resources.attributes import CustomAttribute, OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
+from botctl.resources.preview import PreviewLease
 from botctl.resources.registry import kind_of, kinds
 from botctl.resources.rollout import Rollout
 from botctl.resources.settings import ChatbotSettings, Refused
@@ -229,6 +230,8 @@ class State:
     secret_locations: dict[str, set[str]] = field(default_factory=dict, repr=False)
     # Staged rollout (``resources.rollout``), by chatbot id: apart from the records above.
     rollout: dict[str, Rollout] = field(default_factory=dict)
+    # Preview chatbots leased to pull requests (``resources.preview``), by chatbot id.
+    previews: dict[str, PreviewLease] = field(default_factory=dict)
 
     def protect(self, secrets: Iterable[str], locations: Mapping[str, set[str]]) -> None:
         """Values to write only as fingerprints: any holding one of ``secrets``, and any at

@@ -20,10 +20,12 @@ from botctl.cli.agent import agent
 from botctl.cli.apply import apply
 from botctl.cli.completion import completion
 from botctl.cli.console import err
+from botctl.cli.conversations import conversations
 from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
 from botctl.cli.plan import plan
+from botctl.cli.preview import preview
 from botctl.cli.promote import promote
 from botctl.cli.refresh import refresh
 from botctl.cli.render_cmd import render
@@ -82,6 +84,8 @@ for _command in (
     agent,
     refresh,
     test,
+    conversations,
+    preview,
     promote,
     render,
     export,

@@ -556,6 +556,20 @@ class SafetyGroup:
     max_archives: int
 
 
+def whole_configuration(
+    paths: tuple[Path, ...], config_file: FoundProject, allow_unknown_models: bool
+) -> ConfigGroup:
+    """The configuration of a command that selects no chatbots with -l/--target/--exclude
+    (its own arguments name them): ``conversations pull``, ``preview acquire``."""
+    return ConfigGroup(
+        paths=paths,
+        config_file=config_file,
+        allow_unknown_models=allow_unknown_models,
+        disabled_warnings=frozenset(),
+        selection=SelectionGroup(targets=(), selector=(), excludes=()),
+    )
+
+
 def option_names(cls: type) -> list[str]:
     """The parameter names ``cls`` takes, groups flattened."""
     names: list[str] = []

@@ -10,23 +10,13 @@ import click
 from botctl.cli.apply import ApplyOptions, apply
 from botctl.cli.console import err
 from botctl.cli.options import build, forwards, workspace
+from botctl.cli.tests_cmd import stage_selector
 from botctl.errors import BotctlError
 
 if TYPE_CHECKING:
     from botctl.pipeline.promote import Stage
 
 _NOT_TAKEN = ("plan_file", "selector")  # --to is the selector; --target, --exclude narrow it
-
-
-def _stage(ctx: click.Context, param: click.Parameter, value: str) -> Stage:
-    """A stage's label selector, as given and parsed (a typo is a usage error at once)."""
-    from botctl.config.selection import SelectorError, parse_selector
-    from botctl.pipeline.promote import Stage
-
-    try:
-        return Stage(value, parse_selector(value))
-    except SelectorError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 # --target and --exclude narrow the stage promoted to (apply's -l TO), never --from.
@@ -55,7 +45,7 @@ def _taken(param: click.Parameter) -> click.Parameter:
     "source",
     required=True,
     metavar="SELECTOR",
-    callback=_stage,
+    callback=stage_selector,
     help="The stage promoted from, as a label selector (e.g. stage=staging).",
 )
 @click.option(
@@ -63,7 +53,7 @@ def _taken(param: click.Parameter) -> click.Parameter:
     "target",
     required=True,
     metavar="SELECTOR",
-    callback=_stage,
+    callback=stage_selector,
     help="The stage promoted to, as a label selector (e.g. stage=production); --target and "
     "--exclude narrow it.",
 )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
@@ -18,6 +20,23 @@ from botctl.cli.options import (
     takes,
     workspace,
 )
+
+if TYPE_CHECKING:
+    from botctl.pipeline.promote import Stage
+
+
+def stage_selector(ctx: click.Context, param: click.Parameter, value: str | None) -> Stage | None:
+    """A stage's label selector, as given and parsed (a typo is a usage error at once)."""
+    from botctl.config.selection import SelectorError, parse_selector
+    from botctl.pipeline.promote import Stage
+
+    if value is None:
+        return None
+    try:
+        return Stage(value, parse_selector(value))
+    except SelectorError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
 
 TEST_NAMES = click.option(
     "--test",
@@ -54,6 +73,7 @@ class TestOptions:
     test_names: tuple[str, ...]
     junit_file: Path | None
     comment_out: Path | None
+    baseline: Stage | None
 
 
 @click.command("test")
@@ -75,9 +95,18 @@ class TestOptions:
     type=click.Path(path_type=Path, dir_okay=False),
     metavar="FILE",
     help="Also write the Markdown report as a pull-request or issue comment: it starts with "
-    "the hidden marker <!-- botctl:test --> to find and update one comment in place, and "
-    "stays under 60,000 characters (failed tests first, the passed folded, '... N more' "
-    "when cut).",
+    "the hidden marker <!-- botctl:test --> (with --baseline: <!-- botctl:behaviour -->) to "
+    "find and update one comment in place, and stays under 60,000 characters (failed tests, "
+    "or with --baseline the changed answers, first; the rest folded; '... N more' when cut).",
+)
+@click.option(
+    "--baseline",
+    metavar="SELECTOR",
+    callback=stage_selector,
+    help="Also run each test on the baseline counterpart of each chatbot under test (paired "
+    "as promote pairs: the one chatbot the label SELECTOR matches whose other labels are the "
+    "same, e.g. -l stage=preview --baseline stage=production) and report, per message, both "
+    "answers and how much the answer changed. The verdict is the chatbots under test's.",
 )
 @takes(TestOptions)
 def test(o: TestOptions) -> int:
@@ -88,9 +117,15 @@ def test(o: TestOptions) -> int:
     the service unless a test says store: true. Selection as for plan (--target, -l,
     --exclude); tests run in parallel within --parallelism and --rate-limit.
 
+    With --baseline SELECTOR, each test also runs on the baseline counterpart of each chatbot
+    under test, and the report shows per sent message both answers, whether each met the
+    expectations and their similarity (0 to 1, character trigrams: README, Conversation
+    tests), the most changed first. A test covering either chatbot of a pair runs on both.
+
     \b
     Exit codes: 0 all passed, 1 error (a test could not run: the chat operation needs a paid
-    plan), 3 a test failed.
+    plan; a judge answered off-format), 3 a test failed (with --baseline: on a chatbot under
+    test; the baseline's results are shown, never failing the run).
 
     \b
     Examples:
@@ -98,28 +133,80 @@ def test(o: TestOptions) -> int:
       botctl test bots/ -l stage=staging --junit reports/conversations.xml
       botctl test bots/ --test 'refund-*' --format json
       botctl test bots/ --format github --comment-out t.md --junit t.xml   # GitHub Actions
+      botctl test bots/ -l stage=preview --baseline stage=production --comment-out b.md
     """
+    if o.baseline is not None:
+        return _compared(o, o.baseline)
     from botctl.pipeline.conversations import run_conversation_tests
     from botctl.render import tests as render
 
-    fmt, junit_file = o.fmt, o.junit_file
     ws = workspace(o.config, o.service)
-    renderers = {
-        "text": render.render_tests_text,
-        "json": render.render_tests_json,
-        "markdown": render.render_tests_markdown,
-        "github": render.render_tests_github,
-    }
-    with errors_as_annotations(fmt, "botctl test"):
-        report = run_async(run_conversation_tests(ws, o.test_names))
-        click.echo(renderers[fmt](report), nl=False)
-        if o.comment_out is not None:
-            write_comment(o.comment_out, render.render_tests_comment(report))
-        if junit_file is not None:
-            write_junit(junit_file, render.render_junit(report))
-            err(f"JUnit report written to {junit_file}")
-    if fmt == "markdown":
-        err(render.summary(report))
+    formats = _Formats(
+        {
+            "text": render.render_tests_text,
+            "json": render.render_tests_json,
+            "markdown": render.render_tests_markdown,
+            "github": render.render_tests_github,
+        },
+        render.render_tests_comment,
+        render.render_junit,
+        render.summary,
+    )
+    report = _reported(o, run_conversation_tests(ws, o.test_names), formats)
     if not report.cases:
         err("no conversation test covers the selected chatbots")
+    return report.exit_code
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class _Formats(Generic[R]):
+    """How a report of type R is written: ``--format``'s renderers, the comment, the JUnit
+    XML, and the summary line a Markdown run says on standard error."""
+
+    renderers: dict[str, Callable[[R], str]]
+    comment: Callable[[R], str]
+    junit: Callable[[R], str]
+    summary: Callable[[R], str]
+
+
+def _reported(o: TestOptions, run: Coroutine[Any, Any, R], formats: _Formats[R]) -> R:
+    """Run the tests, print the report as ``--format`` says, write the comment and the JUnit
+    report when asked for."""
+    with errors_as_annotations(o.fmt, "botctl test"):
+        report = run_async(run)
+        click.echo(formats.renderers[o.fmt](report), nl=False)
+        if o.comment_out is not None:
+            write_comment(o.comment_out, formats.comment(report))
+        if o.junit_file is not None:
+            write_junit(o.junit_file, formats.junit(report))
+            err(f"JUnit report written to {o.junit_file}")
+    if o.fmt == "markdown":
+        err(formats.summary(report))
+    return report
+
+
+def _compared(o: TestOptions, baseline: Stage) -> int:
+    """``--baseline``: the behaviour report."""
+    from botctl.pipeline.behaviour import run_behaviour
+    from botctl.render import behaviour as render
+    from botctl.render.tests import render_junit
+
+    ws = workspace(o.config, o.service)
+    formats = _Formats(
+        {
+            "text": render.render_behaviour_text,
+            "json": render.render_behaviour_json,
+            "markdown": render.render_behaviour_markdown,
+            "github": render.render_behaviour_github,
+        },
+        render.render_behaviour_comment,
+        lambda found: render_junit(found.tests),
+        render.behaviour_summary,
+    )
+    report = _reported(o, run_behaviour(ws, baseline, o.test_names), formats)
+    if not report.pairs:
+        err("no conversation test covers the chatbots under test")
     return report.exit_code

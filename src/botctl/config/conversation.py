@@ -9,7 +9,8 @@ Rules beyond the model (``config.document.ConversationTestSpec``):
   sends (one not followed by an assistant message, whose answer botctl takes);
 - ``model`` is one of the chat operation's models (contract 2.2), or, with
   ``--allow-unknown-models``, any identifier (warning BC102);
-- ``maxSecondsToFirstEvent`` only with ``stream: true``.
+- ``maxSecondsToFirstEvent`` only with ``stream: true``;
+- ``minSimilarity`` only with ``similarTo``; ``judge.chatbot`` is a Chatbot document's name.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ class ConversationTest:
     source: str  # "file:line" of the document
     spec: ConversationTestSpec
     chatbots: tuple[str, ...]
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """The chatbots (``metadata.name``) its ``expect.judge`` expectations ask."""
+        found = (m.expect.judge for m in self.spec.conversation if m.expect is not None)
+        return tuple(dict.fromkeys(j.chatbot for j in found if j is not None))
 
     def narrowed(self, names: set[str]) -> ConversationTest:
         """The same test against the chatbots of ``names`` only (a run's selection)."""
@@ -113,10 +120,11 @@ def _test(
             ("spec",),
             "a conversation test needs exactly one of selector (by label) and chatbots (by name)",
         )
+    known = [name for name, _ in bots]
     _check_conversation(source, spec, found)
+    _check_expectations(source, spec, known, found)
     _check_model(source, spec, found, allow_unknown_models)
     if spec.chatbots is not None:
-        known = [name for name, _ in bots]
         for i, name in enumerate(spec.chatbots):
             if name not in known:
                 found.error(
@@ -181,6 +189,31 @@ def _check_conversation(source: Source, spec: ConversationTestSpec, found: Findi
                 (*where, "maxSecondsToFirstEvent"),
                 "maxSecondsToFirstEvent: needs stream: true (there are events only then)",
                 key=True,
+            )
+
+
+def _check_expectations(
+    source: Source, spec: ConversationTestSpec, known: Sequence[str], found: Findings
+) -> None:
+    """``minSimilarity`` only with ``similarTo``; a judge is a Chatbot document's name."""
+    for i, message in enumerate(spec.conversation):
+        expect = message.expect
+        if expect is None:
+            continue
+        where: NodePath = ("spec", "conversation", i, "expect")
+        if expect.minSimilarity is not None and expect.similarTo is None:
+            found.error(
+                source,
+                (*where, "minSimilarity"),
+                "minSimilarity: needs similarTo (the answer it measures the similarity to)",
+                key=True,
+            )
+        if expect.judge is not None and expect.judge.chatbot not in known:
+            name = expect.judge.chatbot
+            found.error(
+                source,
+                (*where, "judge", "chatbot"),
+                f"judge.chatbot: no Chatbot named {name!r}" + did_you_mean(name, known),
             )
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, field_validator
 
 from botctl import contract, language, lint
-from botctl.defaults import DEFAULT_API_KEY_ENV
+from botctl.defaults import DEFAULT_API_KEY_ENV, DEFAULT_MIN_SIMILARITY
 from botctl.resources.attributes import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from botctl.values import as_json
@@ -207,6 +207,16 @@ MAX_REPEAT = 100
 MAX_TURNS = 50
 
 
+class Judge(_Strict):
+    """A model-graded expectation: the rubric, the question and the answer are sent to a
+    judge chatbot (``conversation.judge``), whose verdict decides."""
+
+    chatbot: Handle = Field(description="The judge: a Chatbot document's metadata.name.")
+    rubric: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="What a passing answer does, in words the judge grades by."
+    )
+
+
 class Expect(_Strict):
     """What one answer must be; every expectation given must hold."""
 
@@ -240,6 +250,21 @@ class Expect(_Strict):
         default=None,
         description="The language the answer is written in (ISO 639-1 code), by botctl's "
         "heuristic (README, Conversation tests).",
+    )
+    similarTo: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None,
+        description="An answer this one must be like: at least minSimilarity by botctl's "
+        "similarity (the Jaccard index of character trigrams, README, Conversation tests).",
+    )
+    minSimilarity: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None,
+        description=f"With similarTo: the least similarity that passes, 0 to 1 (default "
+        f"{DEFAULT_MIN_SIMILARITY}).",
+    )
+    judge: Judge | None = Field(
+        default=None,
+        description="A chatbot of the configuration grades the answer against a rubric "
+        "through the chat operation; it must answer VERDICT: PASS or VERDICT: FAIL.",
     )
 
     @field_validator("matches")
@@ -320,6 +345,27 @@ class ConversationTestSpec(_Strict):
         default=1.0,
         description="Share of the repeated runs that must pass (0 to 1; default all).",
     )
+    provenance: Provenance | None = Field(
+        default=None,
+        description="Where the conversation came from, for a test drawn from one "
+        "(botctl conversations pull).",
+    )
+
+
+class Provenance(_Strict):
+    """Where a test drawn from a real conversation came from (``botctl conversations pull``):
+    kept for the reviewer, never sent."""
+
+    conversationId: Annotated[str, StringConstraints(min_length=1)]
+    chatbot: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="The chatbot the conversation was held with (metadata.name when pulled)."
+    )
+    chatbotId: Annotated[str, StringConstraints(min_length=1)] | None = None
+    date: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="When the conversation started (the service's created_at)."
+    )
+    source: str | None = Field(default=None, description="The conversation's source (4.6).")
+    pulled: str | None = Field(default=None, description="When it was pulled (UTC, ISO 8601).")
 
 
 class ConversationTestDocument(_Strict):

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from botctl import lint
 from botctl.config.document import code_items
@@ -38,6 +45,37 @@ class ProjectLint(_Strict):
     disable: tuple[str, ...] = Field(
         default=(), description="Warning codes (BC101) or names not to report in any run."
     )
+
+
+REDACT_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # `[label]` replaces what a pattern finds
+
+
+class RedactPattern(_Strict):
+    """A pattern of personal data: what it finds is written ``[label]``."""
+
+    label: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="What a finding is written as, in brackets: a letter, then letters, digits, "
+        "'_' or '-'."
+    )
+    pattern: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="A regular expression (Python syntax)."
+    )
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if not REDACT_LABEL.fullmatch(value):
+            raise ValueError("must be a letter, then letters, digits, '_' or '-'")
+        return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression ({exc})") from None
+        return value
 
 
 class ProjectFile(_Strict):
@@ -80,6 +118,11 @@ class ProjectFile(_Strict):
         default=None, description="Most attributes one run may archive (--max-archives)."
     )
     lint: ProjectLint | None = None
+    redact: tuple[RedactPattern, ...] = Field(
+        default=(),
+        description="More personal data `botctl conversations pull` redacts, beside e-mail "
+        "addresses, telephone numbers, payment ids and the contacts' names (--redact).",
+    )
 
 
 @dataclass(frozen=True)

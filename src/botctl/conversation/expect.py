@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from botctl import language
 from botctl.config.document import Expect
+from botctl.conversation.similarity import similarity
+from botctl.defaults import DEFAULT_MIN_SIMILARITY
 from botctl.service.sse import ChatAnswer
 from botctl.values import controls_shown, mask_secrets_in_text
 
@@ -72,6 +74,14 @@ def check(expect: Expect | None, answer: ChatAnswer, secrets: Iterable[str] = ()
             )
     if expect.json_ is not None:
         failures += _json(expect.json_, text, said)
+    if expect.similarTo is not None:
+        least = DEFAULT_MIN_SIMILARITY if expect.minSimilarity is None else expect.minSimilarity
+        alike = similarity(expect.similarTo, text)
+        if alike < least:
+            failures.append(
+                f"similarTo {quote(expect.similarTo, secrets)}: similarity {alike:.2f}, needs "
+                f"{least:g}: the answer {said}"
+            )
     if expect.answersIn is not None:
         found = language.detect(text)
         if found != expect.answersIn:

@@ -19,6 +19,9 @@ class TurnResult:
     seconds: float
     first_event_seconds: float | None
     failures: tuple[str, ...] = ()
+    # The whole answer, secrets masked (not shortened): what a comparison with the baseline
+    # measures and quotes at more length. Never rendered whole.
+    text: str = field(default="", repr=False, compare=False)
 
 
 @dataclass(frozen=True)

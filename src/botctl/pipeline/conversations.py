@@ -4,15 +4,17 @@ chatbots' conversation tests, run through the chat operation (``botctl.conversat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from botctl.config.conversation import ConversationTest
 from botctl.config.resolve import Fleet
 from botctl.config.revision import revisions
+from botctl.config.selection import Selection
 from botctl.conversation.report import TestReport
-from botctl.conversation.run import ChatRequest, run_tests
+from botctl.conversation.run import Chat, ChatRequest, run_tests
 from botctl.errors import BotctlError
 from botctl.models import BotSpec
 from botctl.pipeline.flows import Applied, _refs, _service
@@ -46,13 +48,20 @@ def key_values(bots: Sequence[BotSpec], environ: Mapping[str, str]) -> set[str]:
     return {environ[b.api_key_env] for b in bots if environ.get(b.api_key_env)}
 
 
-async def test_with(
-    clients: Mapping[str, ServiceClient],
-    tests: Sequence[ConversationTest],
-    bots: Sequence[BotSpec],
-    ws: Workspace,
-) -> TestReport:
-    """Run ``tests`` against ``bots`` through already connected ``clients``."""
+def masked_values(ws: Workspace, bots: Sequence[BotSpec]) -> set[str]:
+    """What no quote of an answer may show: the configuration's secrets and the keys."""
+    return {*ws.secrets, *key_values(bots, ws.environ)}
+
+
+def judges_of(fleet: Fleet, tests: Sequence[ConversationTest]) -> dict[str, BotSpec]:
+    """The chatbots the tests' ``expect.judge`` names, by ``metadata.name``, selected for the
+    run or not (``fleet``: the whole configuration)."""
+    names = {name for test in tests for name in test.judges}
+    return {b.spec.name: b.spec for b in fleet.bots if b.spec.name in names}
+
+
+def chat_through(clients: Mapping[str, ServiceClient]) -> Chat:
+    """The chat function of a run: each request through its chatbot's account's client."""
 
     async def chat(request: ChatRequest) -> ChatAnswer:
         client = clients[request.bot.api_key_env]
@@ -65,21 +74,54 @@ async def test_with(
             conversation_id=request.conversation_id,
         )
 
-    secrets = {*ws.secrets, *key_values(bots, ws.environ)}
-    return await run_tests(tests, bots, chat, parallelism=ws.parallelism, secrets=secrets)
+    return chat
+
+
+async def test_with(
+    clients: Mapping[str, ServiceClient],
+    tests: Sequence[ConversationTest],
+    bots: Sequence[BotSpec],
+    ws: Workspace,
+    judges: Mapping[str, BotSpec],
+) -> TestReport:
+    """Run ``tests`` against ``bots`` through already connected ``clients``; the judges'
+    accounts without a client get one for the run."""
+    missing = [j for j in judges.values() if j.api_key_env not in clients]
+    async with contextlib.AsyncExitStack() as stack:
+        if missing:
+            more = await stack.enter_async_context(
+                connect(_refs(missing), ws.environ, _service(ws, missing))
+            )
+            clients = {**more, **clients}
+        return await run_tests(
+            tests,
+            bots,
+            chat_through(clients),
+            parallelism=ws.parallelism,
+            secrets=masked_values(ws, [*bots, *judges.values()]),
+            judges=judges,
+        )
+
+
+def whole_and_selected(ws: Workspace) -> tuple[Fleet, Fleet]:
+    """The whole configuration (judges and baselines may lie outside the selection), and the
+    selected part of it."""
+    whole = load_resolved(replace(ws, selection=Selection()))
+    return whole, whole.selected(ws.selection)
 
 
 async def run_conversation_tests(ws: Workspace, names: Sequence[str] = ()) -> TestReport:
     """``botctl test``: the selected chatbots' tests (``names``: only those tests)."""
-    fleet = load_resolved(ws)
+    whole, fleet = whole_and_selected(ws)
     tests = chosen_tests(fleet, names)
     bots = [b.spec for b in fleet.bots]
     tested = {name for t in tests for name in t.chatbots}
     covered = [b for b in bots if b.name in tested]
     if not covered:
         return TestReport((), tuple(b.name for b in bots))
+    judges = judges_of(whole, tests)
     async with connect(_refs(covered), ws.environ, _service(ws, covered)) as clients:
-        report = await test_with(clients, tests, covered, ws)
+        report = await test_with(clients, tests, covered, ws, judges)
     return TestReport(report.cases, tuple(b.name for b in bots if b.name not in tested))
 
 
@@ -99,10 +141,11 @@ def test_gate(
     """The step ``run_apply`` runs after a complete apply (``apply --test``). The
     configuration's tests are loaded now, so a broken test fails the run before anything
     is applied."""
-    fleet = load_resolved(ws)
+    whole, fleet = whole_and_selected(ws)
     tests = chosen_tests(fleet, names)
     covered = {name for t in tests for name in t.chatbots}
     current = revisions(fleet)
+    judges = judges_of(whole, tests)
 
     async def gate(applied: Applied) -> Gate:
         changed = {r.operation.bot.chatbot_id for r in applied.report.results}
@@ -116,7 +159,7 @@ def test_gate(
                 and rollout.get(b.spec.chatbot_id) != Rollout(current[b.spec.chatbot_id], True)
             )
         ]
-        report = await test_with(applied.clients, tests, bots, ws)
+        report = await test_with(applied.clients, tests, bots, ws, judges)
         _record_outcome(applied, report, bots, current)
         failed = set(report.failed_chatbots())
         if not rollback or not failed:

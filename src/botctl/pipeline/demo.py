@@ -4,8 +4,9 @@ Seeds chatbots that "already exist" (configured by hand): one nobody has YAML fo
 with ``export`` (drift is clean), and the ones ``examples/`` configures, planned and applied,
 re-planned to nothing, and their conversation tests run (the sandbox answers with scripted
 replies that follow the instructions). Then edits "in the dashboard" and shows drift catching
-each in its class. Everything lives in a throwaway directory; the user's own state file and keys are
-never touched.
+each in its class; then draws tests from the support chatbot's stored conversations and shows
+a pull request's behaviour diff (``demo_behaviour``). Everything lives in a throwaway
+directory; the user's own state file and keys are never touched.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from botctl.config.export import export_documents
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.models import Desired
 from botctl.pipeline.conversations import run_conversation_tests
+from botctl.pipeline.demo_behaviour import SUPPORT, preview_calls, seed_calls, show_behaviour
 from botctl.pipeline.flows import (
     apply_unattended,
     make_drift,
@@ -170,7 +172,12 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     )
     desired = load(ws)
     keys = resolve_keys([b.ref for b in desired.bots], ws.environ, sandbox=True)
-    seed = [*_seed_calls(desired, keys), *_scripted_replies(desired), *_adoptable()]
+    seed = [
+        *_seed_calls(desired, keys),
+        *_scripted_replies(desired),
+        *_adoptable(),
+        *seed_calls(),
+    ]
     await sandbox_admin(ws.service.sandbox_db, seed)
     names = ", ".join(f"{b.name} ({b.chatbot_id})" for b in desired.bots)
     echo(f"1. The sandbox holds chatbots set up by hand: {names}, and {ADOPTED}.\n")
@@ -217,6 +224,8 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     echo(f"9. $ botctl drift {examples} {adopted}\n")
     report = await make_drift(everything)
     echo(render_drift(report, "text", colour=colour))
+    preview = preview_calls(keys[DEFAULT_API_KEY_ENV], _REPLIES[SUPPORT])
+    shown = await show_behaviour(echo, ws, examples, workdir, 10, preview)
     echo(
         "Next: `botctl apply` would put the dashboard edits back; `botctl sandbox serve "
         "--api-key dev` runs this sandbox as a real HTTP server; `botctl COMMAND --help` and "
@@ -231,4 +240,6 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
         and tested.passed
         and bool(tested.cases)
         and caught == expected
+        and shown.pulled > 0
+        and shown.changed > 0
     )

@@ -59,7 +59,7 @@ from botctl.service.options import ServiceOptions
 from botctl.service.redact import Redactor
 from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
-from botctl.store.files import write_new_files
+from botctl.store.files import replace_files, write_new_files
 from botctl.store.keys import (
     FOR_ENCRYPTION,
     FOR_SECRETS,
@@ -676,8 +676,20 @@ async def read_for_export(
 def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:
     """Write every exported document into ``out``, or none: never over an existing file."""
     files = document_files(out, exported)
+    write_all_or_none(out, files)
+    return [path for path, _ in files]
+
+
+def write_all_or_none(
+    out: Path, files: Sequence[tuple[Path, str]], *, replace_existing: bool = False
+) -> None:
+    """Every file written into ``out``, or none; over an existing one only with
+    ``replace_existing`` (without it, one created since the caller checked is an error)."""
     try:
-        write_new_files(files)
+        if replace_existing:
+            replace_files(files)
+        else:
+            write_new_files(files)
     except FileExistsError as exc:  # created since the check
         raise BotctlError(
             f"{exc.filename} already exists: not overwritten, and nothing was written"
@@ -685,7 +697,6 @@ def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else f" into {out}"
         raise BotctlError(f"cannot write{where}: {exc.strerror}; nothing was written") from None
-    return [path for path, _ in files]
 
 
 def record_export(

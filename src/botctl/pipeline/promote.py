@@ -107,9 +107,9 @@ def pair_stages(
     problems = pairing.problems
     selected = [b for b in bots if matches_all(target.requirements, b.labels)]
     if not pairing.sources:
-        problems.append(_matches_nothing("--from", source, bots, "nothing of it was tested"))
+        problems.append(matches_nothing("--from", source, bots, "nothing of it was tested"))
     if not selected:
-        problems.append(_matches_nothing("--to", target, bots, "nothing to promote"))
+        problems.append(matches_nothing("--to", target, bots, "nothing to promote"))
     promoted = selected
     if selected and (targets or excludes):
         narrowing = Selection(targets, target.requirements, excludes)
@@ -161,7 +161,7 @@ def pair_stages(
     return pairing
 
 
-def _matches_nothing(option: str, stage: Stage, bots: Sequence[Member], why: str) -> str:
+def matches_nothing(option: str, stage: Stage, bots: Sequence[Member], why: str) -> str:
     """``--from``/``--to`` selects no chatbot: the values its keys have, and the closest."""
     notes = []
     for key in dict.fromkeys(r.key for r in stage.requirements):

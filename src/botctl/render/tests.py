@@ -85,11 +85,11 @@ def tests_document(report: TestReport) -> dict[str, Any]:
             "total": len(report.cases),
         },
         "untested": list(report.untested),
-        "cases": [_case(c) for c in report.cases],
+        "cases": [case_document(c) for c in report.cases],
     }
 
 
-def _case(case: CaseResult) -> dict[str, Any]:
+def case_document(case: CaseResult) -> dict[str, Any]:
     return {
         "test": case.test,
         "source": case.source,

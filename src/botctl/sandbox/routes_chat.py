@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from botctl import contract
 from botctl.sandbox import validation as v
-from botctl.sandbox.scripts import scripted_answer
+from botctl.sandbox.scripts import instructed, scripted_answer
 from botctl.sandbox.views import iso
 from botctl.sandbox.web import (
     ApiError,
@@ -68,8 +68,14 @@ def _chat_fields(models: tuple[str, ...]) -> dict[str, v.Check]:
     }
 
 
-def answer_text(model: str, question: str) -> str:
-    """The deterministic answer: same request, same text, no language model involved."""
+def answer_text(model: str, question: str, instructions: str = "") -> str:
+    """The deterministic answer: same request and settings, same text, no language model
+    involved. It follows the instructions as far as a sandbox can: the sentence of the
+    instructions that shares the most words with the question (``scripts.instructed``) is
+    the answer; with none, the question is echoed."""
+    told = instructed(instructions, question)
+    if told is not None:
+        return f"Sandbox answer ({model}): {told}"
     return f"Sandbox answer ({model}): you said {question}"
 
 
@@ -84,7 +90,8 @@ async def chat(request: Request) -> Response:
     """4.2. Order of checks: key (401), plan (403 for free, before the body is read), body
     (400), chatbot (404), model against plan (403). Success is 200 `{"text": ...}`. A model
     is one of the contract's chat list or of the sandbox's `--extra-model`s. The text is the
-    chatbot's scripted reply (``sandbox.scripts``) when one matches, else the default answer;
+    chatbot's scripted reply (``sandbox.scripts``) when one matches, else the default answer
+    (``answer_text``: from the instructions when a sentence of them fits the question);
     `--latency-ms` holds the answer back before its head, so a stream's first event too."""
     key, plan = account(request)
     if plan not in PAID_PLANS:
@@ -104,7 +111,9 @@ async def chat(request: Request) -> Response:
     question = req["messages"][-1]["content"]
     script = runtime(request).store.replies(bot.id)
     scripted = scripted_answer(script, bot.settings, question) if script else None
-    text = answer_text(model, question) if scripted is None else scripted
+    instructions = bot.settings.get("instructions")
+    told = instructions if isinstance(instructions, str) else ""
+    text = answer_text(model, question, told) if scripted is None else scripted
     if "conversationId" in req:
         _save(request, bot.id, req["conversationId"], req["messages"], text)
     if not req.get("stream", False):

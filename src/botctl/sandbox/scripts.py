@@ -12,8 +12,9 @@ last user message) matches, and whose ``when`` holds for the chatbot's settings 
 the chat*, answers. ``when`` names a settings field by its dotted camelCase path (``model``,
 ``styles.theme``) and either ``equals`` (any JSON value) or ``contains`` (a phrase the text
 value must contain, case-insensitively). With no reply matching, the chatbot gives the
-sandbox's default answer. Deterministic: the same settings and question, the same text - so a
-settings change (a new prompt) can be shown to change an answer.
+sandbox's default answer, which follows the instructions too (``instructed``: the sentence of
+them that shares the most words with the question). Deterministic: the same settings and
+question, the same text - so a settings change (a new prompt) can be shown to change an answer.
 """
 
 from __future__ import annotations
@@ -112,3 +113,27 @@ def scripted_answer(script: list[JSON], settings: JSON, question: str) -> str | 
         ):
             return str(reply["answer"])
     return None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4 letters or more: "the", "and" never count
+_STEM = 5  # letters a word is compared by: "refund" and "refunds" are one word
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold()[:_STEM] for w in _WORD.findall(text)}
+
+
+def instructed(instructions: str, question: str) -> str | None:
+    """The sentence of ``instructions`` that shares the most words (of four letters or more,
+    any case, compared by their first five letters) with ``question``, the first of equals;
+    None when none shares one. How the
+    sandbox's unscripted answers follow the instructions: edit the sentence, and the answer
+    to a question about it changes."""
+    asked = _words(question)
+    best, score = None, 0
+    for sentence in _SENTENCE_END.split(instructions):
+        shared = len(asked & _words(sentence))
+        if shared > score:
+            best, score = sentence.strip(), shared
+    return best

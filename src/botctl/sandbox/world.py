@@ -15,6 +15,7 @@ import yaml
 from botctl import contract
 from botctl.sandbox import validation as v
 from botctl.sandbox.config import SandboxConfig, SandboxConfigError
+from botctl.sandbox.conversations import add_conversations, conversation_list
 from botctl.sandbox.runtime import key_id
 from botctl.sandbox.store import Store
 
@@ -119,6 +120,7 @@ def _spec(rules: v.Rules) -> dict[str, v.Check]:
         "icon": v.boolean,
         "contacts": _contact_list,
         "generate_contacts": _generator_list,
+        "conversations": conversation_list,
     }
 
 
@@ -155,12 +157,14 @@ def create_chatbot(store: Store, spec: Any, rules: v.Rules) -> str:
         for record in records:
             store.put_attribute(fields["id"], record)
         add_contacts(store, fields["id"], fields)
+        add_conversations(store, fields["id"], fields.get("conversations", []))
     return str(fields["id"])
 
 
 def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> None:
     """Partial settings (nested objects replace whole); attributes upserted by exact name;
-    `contacts` (v1 create shape, any number) and `generate_contacts` added after them.
+    `contacts` (v1 create shape, any number) and `generate_contacts` added after them;
+    `conversations` stored (``sandbox.conversations``; one of the same id is replaced).
 
     Unlike the v1 PUT, an omitted `archived` leaves the flag alone: a dashboard edit changes
     only what it shows. The type of an existing attribute cannot change.
@@ -177,6 +181,7 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
         "icon": v.boolean,
         "contacts": _contact_list,
         "generate_contacts": _generator_list,
+        "conversations": conversation_list,
     }
     fields = v.obj(spec, "", checks)
     with store.atomic():
@@ -203,6 +208,7 @@ def patch_chatbot(store: Store, chatbot_id: str, spec: Any, rules: v.Rules) -> N
         for item in fields.get("off_contract_attributes", []):
             store.put_raw_attribute(chatbot_id, item)
         add_contacts(store, chatbot_id, fields)
+        add_conversations(store, chatbot_id, fields.get("conversations", []))
 
 
 def _load_seed(path: Path) -> JSON:

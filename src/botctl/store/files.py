@@ -119,9 +119,7 @@ def write_new_files(files: Sequence[tuple[Path, str]]) -> None:
     staged: list[tuple[Path, Path]] = []
     created: list[Path] = []
     try:
-        for path, text in files:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            staged.append((_written_beside(path, text, shared=True), path))
+        _stage(files, staged)
         for tmp, path in staged:
             os.link(tmp, path)
             created.append(path)
@@ -132,6 +130,29 @@ def write_new_files(files: Sequence[tuple[Path, str]]) -> None:
     finally:
         for tmp, _ in staged:
             _remove(tmp)
+
+
+def replace_files(files: Sequence[tuple[Path, str]]) -> None:
+    """Write every file of ``files`` (path, text), replacing any that exists: all are written
+    in full beside their names first (fsync), so that a failure to write any leaves every
+    file as it was; then each is renamed over its name (a rename does not fail for want of
+    room). Permissions as ``write_new_files``'s."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        _stage(files, staged)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            _remove(tmp)
+
+
+def _stage(files: Sequence[tuple[Path, str]], staged: list[tuple[Path, Path]]) -> None:
+    """Each file's text written in full beside its name; ``staged`` gets (temporary, name)
+    as each is written, for the caller to remove whatever happens."""
+    for path, text in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staged.append((_written_beside(path, text, shared=True), path))
 
 
 def _written_beside(path: Path, text: str, *, shared: bool = False) -> Path:

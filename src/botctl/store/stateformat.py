@@ -22,6 +22,12 @@ Versions read: 1 (no verified marks: everything sent) and 2 (secrets in clear) a
 4 at the next write; 3 (fingerprints keyed with the salt alone) is rewritten as 4 when it holds
 no fingerprint, and otherwise kept as 3, with a warning, until ``botctl state rekey``.
 
+Beside ``bots``, two sections about botctl's runs rather than the service's values, written
+only when they hold something: ``rollout`` (``resources.rollout``: each chatbot's revision and
+tests, for ``promote``) and ``previews`` (``resources.preview``: the preview chatbots leased to
+pull requests, ``{"<chatbotId>": {"owner", "stage", "acquired", "expires"}}``, times in UTC
+ISO 8601).
+
 A chatbot's record holds the format's own fields (settings and attributes, above) and the keys
 of every other resource kind of the registry (``ResourceKind.state_keys``, written by its
 ``dump`` and read by its ``load``).
@@ -50,6 +56,7 @@ from pydantic_core import from_json
 from botctl.errors import StateError
 from botctl.models import BotRecord, State
 from botctl.resources.attributes import CustomAttribute
+from botctl.resources.preview import PreviewLease, from_iso
 from botctl.resources.registry import kinds, state_keys
 from botctl.resources.rollout import Rollout
 from botctl.resources.settings import ChatbotSettings
@@ -131,6 +138,18 @@ class _RolloutFile(BaseModel):
     tests_passed: bool | None = None
 
 
+class _PreviewFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    owner: Annotated[str, StringConstraints(min_length=1)]
+    stage: str
+    acquired: str
+    expires: str
+
+    def lease(self) -> PreviewLease:
+        return PreviewLease(self.owner, self.stage, from_iso(self.acquired), from_iso(self.expires))
+
+
 class _StateFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -142,6 +161,8 @@ class _StateFile(BaseModel):
     bots: dict[str, _RecordFile]
     # Staged rollout (resources.rollout); written only once a chatbot has such a record.
     rollout: dict[str, _RolloutFile] = Field(default_factory=dict)
+    # Preview leases (resources.preview); written only while one is held.
+    previews: dict[str, _PreviewFile] = Field(default_factory=dict)
 
 
 def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> dict[str, Any]:
@@ -210,6 +231,10 @@ def parse_state(text: str, where: str) -> State:
         for chatbot_id, rec in parsed.bots.items()
     }
     legacy = parsed.format_version == LEGACY_KEYED_VERSION and sealed
+    try:
+        previews = {k: p.lease() for k, p in parsed.previews.items()}
+    except ValueError as exc:
+        raise invalid(where, f"previews: {exc}") from None
     return State(
         lineage=parsed.lineage,
         serial=parsed.serial,
@@ -219,6 +244,7 @@ def parse_state(text: str, where: str) -> State:
         legacy_keyed=legacy,
         outdated=parsed.format_version < FORMAT_VERSION and not legacy,
         rollout={k: Rollout(r.revision, r.tests_passed) for k, r in parsed.rollout.items()},
+        previews=previews,
     )
 
 
@@ -265,6 +291,8 @@ def state_document(state: State, bots: Mapping[str, Any]) -> dict[str, Any]:
     document["bots"] = dict(sorted(bots.items()))
     if state.rollout:
         document["rollout"] = {k: state.rollout[k].to_json() for k in sorted(state.rollout)}
+    if state.previews:
+        document["previews"] = {k: state.previews[k].to_json() for k in sorted(state.previews)}
     return document
 
 
