@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from botctl.annotations import inert, visible
@@ -90,6 +90,8 @@ def summary_line(plan: Plan) -> str:
     flagged = len(plan.flagged(FLAG_CUTS_OFF_USERS))
     if flagged:
         extras.append(f"{flagged} change(s) may cut users off")
+    if s["missing"]:
+        extras.append(f"{s['missing']} chatbot(s) missing from the service")
     return line + (" " + "; ".join(extras) + "." if extras else "")
 
 
@@ -187,10 +189,7 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     out.extend(scope_lines(plan.scope))
     out.extend(warning_line(w) for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
-    out.extend(
-        style(f"missing: {b.name} ({b.chatbot_id}) is not listed by the service", COLOURS["warn"])
-        for b in plan.missing
-    )
+    out.extend(style(missing_line(b), COLOURS["warn"]) for b in plan.missing)
     unmanaged_by_bot = {
         name: [f"{u.resource} {u.name}" for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
@@ -210,8 +209,25 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     out.extend(unmanageable_lines(plan.unmanageable, style))
     if plan.empty:
         out.append("")
-        out.append("No changes. The service matches the configuration.")
+        out.append(no_changes_line(plan))
     return inert("\n".join(out), colour=colour) + "\n"
+
+
+def missing_line(bot: BotRef, code: Callable[[str], str] = str) -> str:
+    """A chatbot of the configuration the service does not list (``code``: how Markdown
+    quotes its handle and id)."""
+    return (
+        f"missing: {code(bot.name)} ({code(bot.chatbot_id)}) is not listed by the service; "
+        "nothing is planned for it"
+    )
+
+
+def no_changes_line(plan: Plan) -> str:
+    """An empty plan's last word: never that the service matches the configuration while
+    chatbots of it are missing."""
+    if plan.missing:
+        return "Nothing to send to the chatbots the service lists."
+    return "No changes. The service matches the configuration."
 
 
 def unmanageable_line(item: Unmanageable) -> str:
