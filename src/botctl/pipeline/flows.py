@@ -239,7 +239,9 @@ def _compute_plan(
         plan.warnings + notes + _scope_notes(scope), ws.disabled_warnings
     )
     reads: Reads = "none" if ws.service.no_reads else "service"
-    return replace(plan, reads=reads, warnings=warnings, scope=scope)
+    return replace(
+        plan, reads=reads, warnings=warnings, scope=scope, rate_limit=ws.service.rate_limit
+    )
 
 
 def _scope_notes(scope: Scope | None) -> tuple[str, ...]:
@@ -352,6 +354,7 @@ async def run_apply(
             if opened is not None:
                 plan, key = opened
                 check_fresh(plan, live, state, key)
+                plan = replace(plan, rate_limit=ws.service.rate_limit)  # this run's pace
             else:
                 assert desired is not None
                 read_notes = (*refused_read_notes(clients), *state.warnings)

@@ -26,6 +26,7 @@ from botctl.render.text import (
     fmt,
     missing_line,
     no_changes_line,
+    pace_line,
     summary_line,
     warning_line,
 )
@@ -38,6 +39,9 @@ CUTS_OFF = FLAG_TEXT[FLAG_CUTS_OFF_USERS]
 def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = None) -> str:
     doc = md.Budget(limit)
     doc.add("### botctl plan", "", f"**{summary_line(plan)}**")
+    pace = pace_line(plan)
+    if pace is not None:
+        doc.add("", pace)
     if plan.reads == "none":
         doc.add("", f"> {READS_NONE}")
     _scope(doc, plan.scope, "botctl plan")

@@ -17,6 +17,7 @@ from botctl.plan import (
     ItemChange,
     Operation,
     Plan,
+    Requests,
     Scope,
     Unmanageable,
 )
@@ -78,7 +79,7 @@ def summary_line(plan: Plan) -> str:
     rename = f", {s['rename']} to rename" if s["rename"] else ""
     line = (
         f"Plan: {s['create']} to create, {s['update']} to update, {s['archive']} to archive, "
-        f"{s['unarchive']} to unarchive{rename}{reassert} ({s['operations']} request(s) to send)."
+        f"{s['unarchive']} to unarchive{rename}{reassert} ({requests_phrase(plan.requests())})."
     )
     extras = []
     if s["unmanaged"]:
@@ -93,6 +94,60 @@ def summary_line(plan: Plan) -> str:
     if s["missing"]:
         extras.append(f"{s['missing']} chatbot(s) missing from the service")
     return line + (" " + "; ".join(extras) + "." if extras else "")
+
+
+def requests_phrase(requests: Requests) -> str:
+    """``3 request(s) to send``; with a rename's contacts, how many of them are theirs."""
+    total = requests.total
+    if total is None:
+        return (
+            f"{requests.writes:,} request(s) to send, and those of the contacts its renames "
+            "move: not counted"
+        )
+    if not (requests.contact_reads or requests.contact_updates):
+        return f"{total:,} request(s) to send"
+    return (
+        f"{total:,} request(s) to send: {requests.contact_updates:,} contact update(s) at most, "
+        f"{requests.contact_reads:,} contact read(s)"
+    )
+
+
+# More requests than the service's v2 documents per window (100 per 10 s, API-NOTES): the
+# limit will pace the run, so a plan without a known pace says that it cannot say how long.
+PACED_FROM = 100
+
+
+def pace_line(plan: Plan) -> str | None:
+    """How long the plan's requests take at the pace the run keeps to (``--rate-limit``,
+    per API key); without one, that it is not known, when it matters (a rename's contacts, or
+    more requests than a window of the service's limit). Never a guess."""
+    requests = plan.requests()
+    total, seconds, rate = requests.total, requests.seconds, requests.rate_limit
+    if rate > 0:
+        if seconds is None:
+            return (
+                f"Time at --rate-limit {rate:g}/s per API key: not known (the contacts its "
+                "renames move were not counted)."
+            )
+        return f"Time at --rate-limit {rate:g}/s per API key: about {duration(seconds)}."
+    if total is not None and total <= PACED_FROM and not requests.contact_updates:
+        return None
+    return (
+        "Time: not estimated: no rate limit is known (--rate-limit, or rateLimit in "
+        "botctl.yaml, gives the pace to estimate at); the service's own limit paces the run."
+    )
+
+
+def duration(seconds: float) -> str:
+    """``0.4 s``, ``51 s``, ``14 min 3 s``, ``2 h 5 min``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 READS_NONE = (
@@ -184,6 +239,9 @@ def scope_lines(scope: Scope | None) -> list[str]:
 def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
+    pace = pace_line(plan)
+    if pace is not None:
+        out.append(pace)
     if plan.reads == "none":
         out.append(READS_NONE)
     out.extend(scope_lines(plan.scope))
