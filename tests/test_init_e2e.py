@@ -365,3 +365,19 @@ def test_the_warning_comes_from_an_ordinary_run_too(sandbox: Any, tmp_path: Path
     assert f"Add the line /state.json.key to {repo}/.gitignore" in result.stderr
     again = bench.run("apply", "--auto-approve", str(bench.config_dir))
     assert "warning: the state key file" not in again.stderr  # made once, warned once
+
+
+def test_init_below_the_top_of_a_work_tree_says_where_the_workflow_belongs(
+    tmp_path: Path,
+) -> None:
+    top = new_repository(tmp_path / "monorepo")
+    result = botctl("init", str(top / "chatbots"), "--ci", "github")
+    assert result.exit_code == 0, result.output
+    assert (
+        "github reads it only at the repository's top: move it to "
+        f"{top.resolve()}/.github/workflows/botctl.yml" in result.stdout
+    )
+    # The .gitignore of the subdirectory covers the state below it.
+    (top / "chatbots/.botctl").mkdir()
+    (top / "chatbots/.botctl/state.json.key").write_text("k")
+    assert not any(".botctl" in name for name in staged(top))

@@ -178,8 +178,16 @@ def scaffold(root: Path, ci: str | None = None) -> list[Outcome]:
     update = f"`botctl schema --project > {PROJECT_SCHEMA}` updates it"
     outcomes.append(_new(root, PROJECT_SCHEMA, project, "editors check botctl.yaml", update=update))
     if ci is not None:
-        destination, text = ci_template(ci)
-        outcomes.append(
-            _new(root, destination, text, f"the {ci} workflow: adjust its marked lines")
-        )
+        outcomes.append(_workflow(root, ci))
     return outcomes
+
+
+def _workflow(root: Path, ci: str) -> Outcome:
+    """--ci: the workflow, in ``root``; where ``root`` is below the top of its git work tree,
+    the CI reads it only at the top, which the outcome says."""
+    destination, text = ci_template(ci)
+    why = f"the {ci} workflow: adjust its marked lines"
+    top = work_tree_top(root)
+    if top is not None and top.resolve() != root.resolve():
+        why += f"; {ci} reads it only at the repository's top: move it to {top / destination}"
+    return _new(root, destination, text, why)
