@@ -137,6 +137,10 @@ def test_init_merges_into_an_existing_gitignore_and_never_clobbers(tmp_path: Pat
         f"left alone {repo}/schemas/botctl.schema.json (not this botctl's; `botctl schema > "
         "schemas/botctl.schema.json` updates it)" in result.stdout
     )
+    # A botctl.yml is the project file too: no botctl.yaml beside it.
+    (repo / "botctl.yaml").rename(repo / "botctl.yml")
+    assert f"left alone {repo}/botctl.yml (exists)" in botctl("init", str(repo)).stdout
+    assert not (repo / "botctl.yaml").exists()
     # A line written another way that means the same is not added again.
     (repo / ".gitignore").write_text("/.botctl\n")
     assert "left alone" in botctl("init", str(repo)).stdout

@@ -60,7 +60,7 @@ def init(directory: Path, ci: str | None) -> int:
     outcomes = scaffold(directory, ci)
     for outcome in outcomes:
         click.echo(outcome_line(outcome))
-    if any(o.done != "kept" and o.path.name == "botctl.yaml" for o in outcomes):
+    if outcomes[0].done == "wrote":  # a new project file: a new repository
         where = "" if directory == Path(".") else f"cd {directory}; "
         err(
             f"Next: {where}set BOTCTL_API_URL and BOTCTL_API_KEY, `botctl export --all --out "

@@ -157,12 +157,16 @@ def documents_schema(root: Path) -> Outcome:
 
 
 def scaffold(root: Path, ci: str | None = None) -> list[Outcome]:
-    """Everything ``botctl init`` writes in ``root`` (created when missing)."""
-    from botctl.config.project import project_json_schema
+    """Everything ``botctl init`` writes in ``root`` (created when missing), each file's
+    outcome; the project file's first."""
+    from botctl.config.project import PROJECT_FILE_NAMES, project_json_schema
 
     if root.exists() and not root.is_dir():
         raise BotctlError(f"{root} is not a directory")
-    outcomes = [_new(root, "botctl.yaml", project_file_text(), "the project file")]
+    # A botctl.yml is the project file as much as a botctl.yaml: never a second one.
+    held = next((name for name in PROJECT_FILE_NAMES if (root / name).exists()), None)
+    name = held or PROJECT_FILE_NAMES[0]
+    outcomes = [_new(root, name, project_file_text(), "the project file")]
     bots = root / DOCUMENTS_DIR
     if bots.is_dir():
         outcomes.append(Outcome(bots, "kept", "exists"))
