@@ -36,25 +36,24 @@ class Merged:
     created: bool
 
 
-def ensure_ignored(directory: Path, line: str = LOCAL_DIR) -> Merged:
-    """``directory/.gitignore`` holds ``line`` (or a line that means the same): appended, with
-    a comment saying why, when missing; the file created when there is none. Written
+def ensure_ignored(directory: Path) -> Merged:
+    """``directory/.gitignore`` holds ``.botctl/`` (or a line that means the same): appended,
+    with a comment saying why, when missing; the file created when there is none. Written
     atomically, through a symlink; an existing file keeps every line it has."""
     path = directory / ".gitignore"
     text = read_text_if_any(path, "the ignore file", BotctlError)
     present = {entry.strip() for entry in (text or "").splitlines()}
-    same = _SAME if line == LOCAL_DIR else {line}
-    if present & same:
+    if present & _SAME:
         return Merged(path, (), created=False)
     before = text or ""
     if before and not before.endswith("\n"):
         before += "\n"
-    block = ([COMMENT] if COMMENT not in present else []) + [line]
+    block = ([COMMENT] if COMMENT not in present else []) + [LOCAL_DIR]
     try:
         write_atomically(path, before + "\n".join(block) + "\n", shared=True)
     except OSError as exc:
         raise BotctlError(f"cannot write {path}: {exc.strerror}") from None
-    return Merged(path, (line,), created=text is None)
+    return Merged(path, (LOCAL_DIR,), created=text is None)
 
 
 def _git(directory: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
