@@ -110,3 +110,14 @@ def test_drift_reports_it_as_missing_never_in_sync(bench: Bench, fmt: str) -> No
         assert document["missing"] == [{"chatbotId": "nope-1", "bot": "ghost"}]
     else:
         assert "nope-1" in result.stdout
+
+
+def test_refresh_says_it_first_and_refreshes_the_others(bench: Bench) -> None:
+    _with_a_listed_bot(bench)
+    bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Support Bot"}})
+    result = bench.run("refresh", "--state", str(bench.state_path), str(bench.config_dir))
+    assert result.exit_code == 1
+    assert result.output.lstrip().startswith(ERROR)
+    assert "Fix its chatbotId or remove its document; the others were refreshed." in (result.stderr)
+    assert result.output.count("does not exist in the account") == 1
+    assert "1 setting value(s) and 0 attribute(s) verified as configured" in result.stdout
