@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 SAID = {"wrote": "wrote", "added": "added to", "kept": "left alone", "differs": "left alone"}
 
 
-@click.command()
+@click.command(short_help="Start a configuration repository (or complete one).")
 @click.argument(
     "directory",
     required=False,
