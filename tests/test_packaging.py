@@ -91,3 +91,9 @@ def test_installed_wheel_runs_from_any_directory(wheel: Path, tmp_path: Path) ->
     assert str(venv) in demo.stdout
     assert str(ROOT) not in demo.stdout
     assert list(elsewhere.iterdir()) == []  # and left the directory it ran in alone
+
+    # `botctl init --ci` copies the workflow the wheel carries, as docs/ci has it.
+    init = botctl_("init", "scaffolded", "--ci", "gitlab")
+    assert init.returncode == 0, init.stdout + init.stderr
+    written = (elsewhere / "scaffolded" / ".gitlab-ci.yml").read_bytes()
+    assert written == (ROOT / "docs" / "ci" / "gitlab-ci.yml").read_bytes()

@@ -24,6 +24,9 @@ A failed write that may nevertheless have been applied says so with ``outcome_un
 apply engine looks before it repeats such a write.
 
 Exit code 2 is not an error: it means "changes or drift present" (plan --detailed-exitcode, drift).
+
+``BotctlWarning`` is no error either: what a run found worth saying (``warnings.warn``), which
+the CLI prints as ``warning: ...``.
 """
 
 from __future__ import annotations
@@ -195,3 +198,9 @@ class TransportError(ServiceError):
     ) -> None:
         self.outcome_unknown = outcome_unknown
         super().__init__(operation, message, chatbot_id=chatbot_id)
+
+
+class BotctlWarning(UserWarning):
+    """Something a run tells its user that is no error (a state key file git would commit),
+    raised where it is found with ``warnings.warn``: the CLI prints it as ``warning: ...`` on
+    standard error, a library caller gets Python's warning."""

@@ -147,6 +147,12 @@ class Operation:
     state_record: dict[str, JsonValue]  # what the state keeps once this succeeded
     changes: tuple[Change, ...] = ()
     fallback: dict[str, JsonValue] | None = None
+    # What it sends (``Plan.requests``): its own requests (a rename's create and archive: 0
+    # to 2), and the contacts' requests of one that moves their values (a rename): pages read
+    # and updates at most, None until counted (``reconcile.usage``).
+    sends: int = 1
+    contact_reads: int | None = 0
+    contact_updates: int | None = 0
 
     @property
     def resource(self) -> Resource:
@@ -158,6 +164,52 @@ class Operation:
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.bot.name, _RESOURCE_ORDER[self.resource], self.subject)
+
+
+@dataclass(frozen=True)
+class Requests:
+    """What applying a plan sends, and how long that takes at a known pace.
+
+    ``writes``: the operations' own requests; ``contact_reads`` and ``contact_updates``: the
+    requests of the renames' contacts (pages read, updates at most), None when the contacts
+    were not counted. ``per_key``: the total of each API key's variable (None: not known),
+    since a pace is per key and keys are sent to at once."""
+
+    writes: int
+    contact_reads: int | None
+    contact_updates: int | None
+    per_key: dict[str, int | None]
+    rate_limit: float  # requests per second per key the run keeps to (--rate-limit); 0: none
+
+    @property
+    def total(self) -> int | None:
+        if self.contact_reads is None or self.contact_updates is None:
+            return None
+        return self.writes + self.contact_reads + self.contact_updates
+
+    @property
+    def seconds(self) -> float | None:
+        """At the known pace: the slowest key's requests, one interval apart. None without a
+        pace, or with a count not known."""
+        totals = list(self.per_key.values())
+        if self.rate_limit <= 0 or any(n is None for n in totals):
+            return None
+        return max((n or 0) for n in totals) / self.rate_limit if totals else 0.0
+
+    def to_document(self) -> dict[str, Any]:
+        seconds = self.seconds
+        return {
+            "total": self.total,
+            "writes": self.writes,
+            "contact_reads": self.contact_reads,
+            "contact_updates": self.contact_updates,
+            "rate_limit": self.rate_limit or None,
+            "seconds": round(seconds, 1) if seconds is not None else None,
+        }
+
+
+def _sum(counts: list[int | None]) -> int | None:
+    return None if any(n is None for n in counts) else sum(n or 0 for n in counts)
 
 
 # Where a value a plan relied on was known from: read from the service, or recorded in state.
@@ -313,6 +365,9 @@ class Plan:
     reads: Reads = "service"
     # --changed-since: the chatbots this plan covers out of the configuration's, and why.
     scope: Scope | None = None
+    # The pace the run keeps to, per API key (--rate-limit; 0: none known): the time its
+    # requests take (``requests``). Never written to a plan file: the applying run's counts.
+    rate_limit: float = field(default=0.0, compare=False)
 
     def __post_init__(self) -> None:
         # Deterministic order whatever the producer did: same input, byte-identical output.
@@ -380,6 +435,20 @@ class Plan:
         result["operations"] = len(self.operations)
         return result
 
+    def requests(self) -> Requests:
+        """What applying the plan sends (see ``Requests``)."""
+        per_key: dict[str, list[int | None]] = {}
+        for op in self.operations:
+            counts = [op.sends, op.contact_reads, op.contact_updates]
+            per_key.setdefault(op.bot.api_key_env, []).extend(counts)
+        return Requests(
+            writes=sum(op.sends for op in self.operations),
+            contact_reads=_sum([op.contact_reads for op in self.operations]),
+            contact_updates=_sum([op.contact_updates for op in self.operations]),
+            per_key={key: _sum(counts) for key, counts in per_key.items()},
+            rate_limit=self.rate_limit,
+        )
+
     def flagged(self, flag: str) -> list[tuple[BotRef, Change]]:
         return [(bot, c) for bot, c in self.changes() if flag in c.flags]
 
@@ -393,6 +462,7 @@ class Plan:
             "unmanageable": [unmanageable_document(u) for u in self.unmanageable],
             "missing": [bot_document(bot) for bot in self.missing],
             "summary": self.summary(),
+            "requests": self.requests().to_document(),
             "warnings": list(self.warnings),
             "violations": list(self.violations),
             **({"scope": self.scope.to_document()} if self.scope is not None else {}),

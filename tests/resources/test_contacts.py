@@ -83,9 +83,15 @@ def test_rename_is_one_operation() -> None:
     [change] = op.changes
     assert change.action == "rename"
     assert wanted(plan) == {"bot-1": (op.bot, ["plan"])}
-    counted = annotate(plan, {"bot-1": Usage({"plan": 7})})
+    assert (op.sends, op.contact_reads, op.contact_updates) == (2, None, None)
+    assert plan.requests().total is None  # not counted yet
+    counted = annotate(plan, {"bot-1": Usage({"plan": 7}, pages=3)})
     assert next(counted.changes())[1].contacts_with_value == 7
     assert counted.to_document()["changes"][0]["renamed_from"] == "plan"
+    # Create and archive, a copy pass and a verifying pass over 3 pages, 7 updates at most.
+    [counted_op] = counted.operations
+    assert (counted_op.contact_reads, counted_op.contact_updates) == (6, 7)
+    assert counted.requests().total == 2 + 6 + 7
 
 
 def test_rename_resumed_without_the_create() -> None:
@@ -96,6 +102,7 @@ def test_rename_resumed_without_the_create() -> None:
     [op] = plan.operations
     assert op.kind == "migrate_attribute"
     assert op.body["create"] is None
+    assert op.sends == 1  # the archive only
 
 
 def test_rename_done_plans_nothing() -> None:
@@ -320,6 +327,8 @@ def test_count_values_in_one_paged_read_within_the_budget() -> None:
     usage = asyncio.run(count_values(service, "bot-1", ["plan", "other"], ContactBudget(None)))
     assert usage.counts == {"plan": 2099, "other": 2100}
     assert service.pages == [1, 2, 3]
+    assert usage.pages == 3
+    assert usage.migration_requests("plan") == (6, 2099)
     capped = asyncio.run(count_values(service, "bot-1", ["plan"], ContactBudget(1500)))
     assert capped.counts is None
     assert "cap of 1,500" in capped.note

@@ -11,6 +11,7 @@ the HTTP stack.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -24,6 +25,7 @@ from botctl.cli.conversations import conversations
 from botctl.cli.demo import demo
 from botctl.cli.drift import drift
 from botctl.cli.export import export
+from botctl.cli.init import init
 from botctl.cli.plan import plan
 from botctl.cli.preview import preview
 from botctl.cli.promote import promote
@@ -34,7 +36,7 @@ from botctl.cli.state import state
 from botctl.cli.tests_cmd import test
 from botctl.cli.unlock import unlock
 from botctl.cli.validate import validate
-from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError, Interrupted
+from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError, BotctlWarning, Interrupted
 from botctl.sandbox.cli import sandbox
 
 
@@ -43,6 +45,11 @@ class BotctlGroup(click.Group):
     exit code 2 for "changes present" by mapping click's usage errors to 1."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():
+            _say_warnings()
+            self._main(*args, **kwargs)
+
+    def _main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
@@ -61,6 +68,21 @@ class BotctlGroup(click.Group):
         sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
+def _say_warnings() -> None:
+    """A ``BotctlWarning`` raised anywhere in the run is printed as ``warning: ...``, each time
+    (Python's default shows one once per place, with its file and line)."""
+    python_s = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, BotctlWarning):
+            err(f"warning: {message}")
+        else:
+            python_s(message, category, *args, **kwargs)
+
+    warnings.simplefilter("always", BotctlWarning)
+    warnings.showwarning = show
+
+
 @click.group(cls=BotctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="botctl")
 def cli() -> None:
@@ -77,6 +99,7 @@ def cli() -> None:
 
 
 for _command in (
+    init,
     validate,
     plan,
     apply,

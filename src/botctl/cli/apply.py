@@ -134,7 +134,7 @@ def apply(o: ApplyOptions) -> int:
     """
     from botctl.pipeline.flows import read_saved_plan, run_apply
     from botctl.reconcile.apply import Stop, StopEvent
-    from botctl.reconcile.diff import missing_error
+    from botctl.reconcile.diff import SKIPPED, missing_error
     from botctl.render import render_plan
 
     def migration_line(op: Operation, now: MigrationProgress) -> str:
@@ -193,6 +193,9 @@ def apply(o: ApplyOptions) -> int:
     shown: list[Plan] = []
 
     def show(p: Plan) -> None:
+        missing = missing_error(p, SKIPPED)  # only with --skip-missing: the run goes on
+        if missing is not None:
+            err(f"error: {missing}")
         if p.state_lineage is None:
             err(no_state_notice(ws.state_path))
         click.echo(render_plan(p, "text", colour=colour), nl=False)
@@ -237,13 +240,14 @@ def apply(o: ApplyOptions) -> int:
         stop=stop,
         unwritten="nothing was applied",
     )
-    missing = missing_error(shown[0]) if shown else None
+    missing = len(shown[0].missing) if shown else 0
     if outcome is None:
         if declined:
             err("Apply cancelled: nothing was applied.")
             return EXIT_ERROR
-        if missing is not None:
-            raise missing
+        if missing:
+            err(_missing_exit(missing))
+            return EXIT_ERROR
         if run_tests:
             err("Nothing was applied, so no conversation test ran (`botctl test` runs them).")
         return EXIT_OK
@@ -289,11 +293,17 @@ def apply(o: ApplyOptions) -> int:
         if run_tests:
             err("The conversation tests did not run: the apply is not complete.")
         return EXIT_ERROR
-    if missing is not None:
-        raise missing
+    if missing:
+        err(_missing_exit(missing))
+        return EXIT_ERROR
     if outcome.after is not None:
         return _tested(outcome.after, junit_file)
     return EXIT_OK
+
+
+def _missing_exit(count: int) -> str:
+    """The last line of an apply --skip-missing that left chatbots out (named first)."""
+    return f"Exit 1: {count} chatbot(s) missing from the service (named at the start)."
 
 
 def _tested(gate: Gate, junit_file: Path | None) -> int:

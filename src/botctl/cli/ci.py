@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from botctl.cli.console import err
 from botctl.errors import BotctlError
 
 
@@ -23,10 +24,19 @@ def errors_as_annotations(fmt: str, title: str) -> Iterator[None]:
     try:
         yield
     except BotctlError as exc:
-        from botctl.annotations import error_annotations
-
-        click.echo("\n".join(error_annotations(exc, title=title)))
+        report_error(exc, fmt, title)
         raise click.exceptions.Exit(exc.exit_code) from None
+
+
+def report_error(exc: BotctlError, fmt: str, title: str) -> None:
+    """An error said where the command's failures go, the run going on: ``error: ...`` on
+    standard error, or with --format github its annotations on standard output."""
+    if fmt != "github":
+        err(f"error: {exc}")
+        return
+    from botctl.annotations import error_annotations
+
+    click.echo("\n".join(error_annotations(exc, title=title)))
 
 
 def write_comment(path: Path, text: str) -> None:

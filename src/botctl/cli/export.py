@@ -68,19 +68,32 @@ def export(o: ExportOptions) -> int:
     `botctl drift` on the written files starts clean. Review, then commit: from there on,
     botctl manages what the documents declare.
 
+    With --out, the configuration repository (botctl.yaml's directory; else the git work
+    tree DIR is in; else DIR's parent) also gets what `botctl init` would give it of this:
+    schemas/botctl.schema.json, which each document's first line names (editors check it
+    offline), and ".botctl/" in its .gitignore (the local state's key file never reaches
+    git). Neither is overwritten; each is said.
+
     \b
     Examples:
       botctl export --all --out bots/          # adopt every chatbot of the account
       botctl export ckl123abc456               # print one document
     """
-    from botctl.config.export import export_documents
+    from botctl.cli.init import outcome_line
+    from botctl.config.export import export_documents, with_schema
     from botctl.pipeline.flows import read_for_export, record_export, write_exported
+    from botctl.pipeline.scaffold import (
+        documents_schema,
+        ignore_local_files,
+        repository_root,
+        schema_hint,
+    )
     from botctl.service.options import ServiceOptions
 
     chatbot_ids, api_key_env, out, state_path = o.chatbot_ids, o.api_key_env, o.out, o.state_path
     if bool(chatbot_ids) == o.export_all:
         raise click.UsageError("give CHATBOT_ID... or --all (not both)")
-    o.config_file.get()  # a broken botctl.yaml is an error, as for every command
+    project = o.config_file.get()  # a broken botctl.yaml is an error, as for every command
     options = ServiceOptions(
         api_url=o.api_url,
         sandbox=o.sandbox,
@@ -98,8 +111,13 @@ def export(o: ExportOptions) -> int:
         click.echo("---\n".join(doc.text for doc in exported), nl=False)
         err("The state was not changed: with --out, export also records each chatbot's baseline.")
         return EXIT_OK
+    root = repository_root(project.root if project is not None else None, out)
+    exported = [with_schema(doc, schema_hint(root, out)) for doc in exported]
     for path in write_exported(out, exported):
         click.echo(f"wrote {path}")
+    # Before the state (whose key file may be made now): .botctl/ is ignored by then.
+    for outcome in (documents_schema(root), ignore_local_files(root)):
+        click.echo(outcome_line(outcome))
     record_export(state_path, o.lock_timeout, exported, api_key_env)
     from botctl.store.backends import describe
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from botctl.cli.ci import errors_as_annotations, write_comment
+from botctl.cli.ci import errors_as_annotations, report_error, write_comment
 from botctl.cli.console import colour_enabled, err, run_async
 from botctl.cli.options import (
     CHANGED_SINCE,
@@ -28,7 +28,7 @@ from botctl.cli.options import (
     takes,
     workspace,
 )
-from botctl.errors import EXIT_CHANGES, EXIT_OK
+from botctl.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 
 if TYPE_CHECKING:
     from botctl.store.crypt import Cipher
@@ -100,6 +100,9 @@ def plan(o: PlanOptions) -> int:
     )
     with errors_as_annotations(fmt, "botctl plan"):
         result = run_async(make_plan(ws, saving=out is not None))
+        missing = missing_error(result)
+        if missing is not None:  # the first thing said, once; the exit code is 1
+            report_error(missing, fmt, "botctl plan")
         if result.state_lineage is None:
             err(no_state_notice(ws.state_path))
         click.echo(render_plan(result, fmt, colour=colour_enabled()), nl=False)
@@ -109,9 +112,8 @@ def plan(o: PlanOptions) -> int:
         if out is not None:
             write_plan_file(result, out, cipher=_cipher(result.state_cipher))
             err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
-        missing = missing_error(result)
-        if missing is not None:
-            raise missing
+    if missing is not None:
+        return EXIT_ERROR
     return EXIT_CHANGES if o.detailed_exitcode and result.changed else EXIT_OK
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import click
 
-from botctl.cli.console import run_async
+from botctl.cli.console import err, run_async
 from botctl.cli.options import (
     LOCK_TIMEOUT,
     ConfigGroup,
@@ -17,7 +17,7 @@ from botctl.cli.options import (
     takes,
     workspace,
 )
-from botctl.errors import EXIT_OK
+from botctl.errors import EXIT_ERROR, EXIT_OK
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +54,9 @@ def refresh(o: RefreshOptions) -> int:
     ws = workspace(o.config, o.service, lock_timeout=o.lock_timeout)
     where = describe(ws.state_path)
     outcome = run_async(run_refresh(ws))
+    missing = missing_error(Plan(missing=outcome.missing), "the others were refreshed")
+    if missing is not None:  # said first, as plan and apply do; the exit code is 1
+        err(f"error: {missing}")
     click.echo(
         f"Refreshed {outcome.bots} chatbot(s): {outcome.settings} setting value(s) and "
         f"{outcome.attributes} attribute(s) verified as configured; "
@@ -68,7 +71,4 @@ def refresh(o: RefreshOptions) -> int:
             f"{outcome.differing} declared value(s) differ from the service and were not "
             "recorded: `botctl drift` lists them, `botctl apply` makes them so."
         )
-    missing = missing_error(Plan(missing=outcome.missing))
-    if missing is not None:
-        raise missing
-    return EXIT_OK
+    return EXIT_OK if missing is None else EXIT_ERROR

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,18 @@ from botctl.errors import BotctlError
 from botctl.models import LiveBot
 from botctl.resources.settings import ChatbotSettings
 
-SCHEMA_LINE = "# yaml-language-server: $schema=../schemas/botctl.schema.json"
+# Where a configuration repository keeps the documents' JSON Schema (``botctl init`` and
+# ``export --out`` write it there), and the first line naming it, relative to the document.
+DOCUMENTS_SCHEMA = "schemas/botctl.schema.json"
+
+
+def schema_line(path: str) -> str:
+    """The first line that points yaml-language-server (VS Code's YAML extension, Neovim,
+    JetBrains) at a schema, by a path relative to the file."""
+    return f"# yaml-language-server: $schema={path}"
+
+
+SCHEMA_LINE = schema_line(f"../{DOCUMENTS_SCHEMA}")  # a document in bots/ of the repository
 
 
 # Of a handle made from a name: room left for "-<n>" within HANDLE_MAX_LENGTH.
@@ -200,3 +211,9 @@ def document_files(out: Path, exported: Sequence[Exported]) -> list[tuple[Path, 
             "(remove them or choose another --out)"
         )
     return files
+
+
+def with_schema(doc: Exported, path: str) -> Exported:
+    """``doc`` naming the schema at ``path`` (relative to its file) on its first line."""
+    text = schema_line(path) + "\n" + doc.text.removeprefix(SCHEMA_LINE + "\n")
+    return replace(doc, text=text)

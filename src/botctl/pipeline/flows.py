@@ -32,7 +32,7 @@ from botctl.pipeline.workspace import Workspace, collector_paused, load, load_re
 from botctl.plan import BotRef, Operation, Plan, Reads, Scope
 from botctl.reconcile import baseline, usage
 from botctl.reconcile.apply import ApplyReport, OpResult, Stop, apply_plan
-from botctl.reconcile.diff import compute_plan, missing_error
+from botctl.reconcile.diff import NOTHING_APPLIED, compute_plan, missing_error
 from botctl.reconcile.drift import DriftReport, compute_drift
 from botctl.reconcile.freshness import (
     check_fresh,
@@ -239,7 +239,9 @@ def _compute_plan(
         plan.warnings + notes + _scope_notes(scope), ws.disabled_warnings
     )
     reads: Reads = "none" if ws.service.no_reads else "service"
-    return replace(plan, reads=reads, warnings=warnings, scope=scope)
+    return replace(
+        plan, reads=reads, warnings=warnings, scope=scope, rate_limit=ws.service.rate_limit
+    )
 
 
 def _scope_notes(scope: Scope | None) -> tuple[str, ...]:
@@ -309,9 +311,10 @@ async def run_apply(
     held: StateBackend | None = None,
     after_apply: Callable[[Applied], Awaitable[Any]] | None = None,
 ) -> ApplyOutcome | None:
-    """Plan (or take the saved plan), show it, check the safety caps and missing chatbots,
-    ask ``confirm``, record the baseline the service verified, apply, record state, read
-    back. Returns None when there was nothing to send or it was not confirmed.
+    """Plan (or take the saved plan), refuse it when a chatbot is missing (unless
+    ``skip_missing``), show it, check the safety caps, ask ``confirm``, record the baseline
+    the service verified, apply, record state, read back. Returns None when there was
+    nothing to send or it was not confirmed.
 
     ``stop`` is armed once writing begins: a request then ends the apply early (see
     ``reconcile.apply.Stop``), what finished is recorded, and the outcome says what stopped
@@ -351,16 +354,17 @@ async def run_apply(
             if opened is not None:
                 plan, key = opened
                 check_fresh(plan, live, state, key)
+                plan = replace(plan, rate_limit=ws.service.rate_limit)  # this run's pace
             else:
                 assert desired is not None
                 read_notes = (*refused_read_notes(clients), *state.warnings)
                 plan = await _counted_plan(desired, live, state, ws, read_notes, clients, scope)
-            show(plan)
-            missing = missing_error(plan)
+            # A missing chatbot is the first thing said: without --skip-missing, all that is
+            # (nothing will be applied, so no plan to review either).
+            missing = missing_error(plan, NOTHING_APPLIED)
             if missing is not None and not ws.skip_missing:
-                raise BotctlError(
-                    f"{missing}\nNothing was applied (--skip-missing applies the others)."
-                )
+                raise missing
+            show(plan)
             writer = StateWriter(state, backend, version=stored.version, command="apply")
             if plan.empty:
                 _record(writer, baseline.matching(desired, live) if desired else ())

@@ -85,9 +85,14 @@ def compute_plan(
     return replace(plan, violations=violations) if violations else plan
 
 
-def missing_error(plan: Plan) -> PlanError | None:
-    """The error a plan with chatbots the service does not list ends with (after the others
-    were planned)."""
+PLANNED_AS_USUAL = "the other chatbots were planned as usual"
+NOTHING_APPLIED = "nothing was applied (--skip-missing applies the others)"
+SKIPPED = "the others are applied as usual (--skip-missing)"
+
+
+def missing_error(plan: Plan, then: str = PLANNED_AS_USUAL) -> PlanError | None:
+    """The error a plan with chatbots the service does not list makes: the first thing a
+    command says of it (``then``: what becomes of the others)."""
     if not plan.missing:
         return None
     lines = [
@@ -95,10 +100,7 @@ def missing_error(plan: Plan) -> PlanError | None:
         f"${bot.api_key_env} (the chatbot list does not contain it)"
         for bot in plan.missing
     ]
-    return PlanError(
-        "\n".join(lines) + "\nFix its chatbotId or remove its document; the other chatbots "
-        "were planned as usual."
-    )
+    return PlanError("\n".join(lines) + f"\nFix its chatbotId or remove its document; {then}.")
 
 
 def _plan_key(state: State) -> FingerprintKey | None:

@@ -94,6 +94,8 @@ def annotate(plan: Plan, usages: Mapping[str, Usage]) -> Plan:
 
 
 def _counted(op: Operation, usage: Usage) -> Operation:
+    """The operation with its changes' counts, and a rename's contacts' requests (pages
+    read, updates at most: ``Plan.requests``)."""
     changes = []
     for change in op.changes:
         if not change.carries_contacts:
@@ -103,6 +105,8 @@ def _counted(op: Operation, usage: Usage) -> Operation:
         else:
             count = usage.counts.get(counted_name(change), 0)
             changes.append(replace(change, contacts_with_value=count, contacts_note=""))
+        if change.action == "rename" and (moved := usage.migration_requests(counted_name(change))):
+            op = replace(op, contact_reads=moved[0], contact_updates=moved[1])
     return replace(op, changes=tuple(changes))
 
 

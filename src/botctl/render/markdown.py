@@ -24,6 +24,9 @@ from botctl.render.text import (
     drift_lines,
     drift_summary,
     fmt,
+    missing_line,
+    no_changes_line,
+    pace_line,
     summary_line,
     warning_line,
 )
@@ -36,12 +39,15 @@ CUTS_OFF = FLAG_TEXT[FLAG_CUTS_OFF_USERS]
 def render_markdown(plan: Plan, *, colour: bool = False, limit: int | None = None) -> str:
     doc = md.Budget(limit)
     doc.add("### botctl plan", "", f"**{summary_line(plan)}**")
+    pace = pace_line(plan)
+    if pace is not None:
+        doc.add("", pace)
     if plan.reads == "none":
         doc.add("", f"> {READS_NONE}")
     _scope(doc, plan.scope, "botctl plan")
-    if plan.empty:
-        doc.add("", "No changes. The service matches the configuration.")
     _notes(doc, plan)
+    if plan.empty:
+        doc.add("", no_changes_line(plan))
     archives = [(bot, c) for bot, c in plan.changes() if c.action == "archive"]
     others = [(bot, c) for bot, c in plan.changes() if c.action != "archive"]
     columns = ["bot", "attribute", "contacts with a value", "confidence"]
@@ -116,10 +122,7 @@ def _notes(doc: md.Budget, plan: Plan) -> None:
     doc.section(["", "> [!WARNING]"], flagged, [], "> " + _cut_note("botctl plan"))
     notes = [
         md.Row(
-            (
-                f"- **missing**: {md.code(b.name)} ({md.code(b.chatbot_id)}) is not listed by the "
-                "service; nothing is planned for it",
-            ),
+            ("- **" + missing_line(b, md.code).replace(":", "**:", 1),),
             {"missing chatbot": 1},
         )
         for b in plan.missing

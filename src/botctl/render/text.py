@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from botctl.annotations import inert, visible
@@ -17,6 +17,7 @@ from botctl.plan import (
     ItemChange,
     Operation,
     Plan,
+    Requests,
     Scope,
     Unmanageable,
 )
@@ -78,7 +79,7 @@ def summary_line(plan: Plan) -> str:
     rename = f", {s['rename']} to rename" if s["rename"] else ""
     line = (
         f"Plan: {s['create']} to create, {s['update']} to update, {s['archive']} to archive, "
-        f"{s['unarchive']} to unarchive{rename}{reassert} ({s['operations']} request(s) to send)."
+        f"{s['unarchive']} to unarchive{rename}{reassert} ({requests_phrase(plan.requests())})."
     )
     extras = []
     if s["unmanaged"]:
@@ -90,7 +91,63 @@ def summary_line(plan: Plan) -> str:
     flagged = len(plan.flagged(FLAG_CUTS_OFF_USERS))
     if flagged:
         extras.append(f"{flagged} change(s) may cut users off")
+    if s["missing"]:
+        extras.append(f"{s['missing']} chatbot(s) missing from the service")
     return line + (" " + "; ".join(extras) + "." if extras else "")
+
+
+def requests_phrase(requests: Requests) -> str:
+    """``3 request(s) to send``; with a rename's contacts, how many of them are theirs."""
+    total = requests.total
+    if total is None:
+        return (
+            f"{requests.writes:,} request(s) to send, and those of the contacts its renames "
+            "move: not counted"
+        )
+    if not (requests.contact_reads or requests.contact_updates):
+        return f"{total:,} request(s) to send"
+    return (
+        f"{total:,} request(s) to send: {requests.contact_updates:,} contact update(s) at most, "
+        f"{requests.contact_reads:,} contact read(s)"
+    )
+
+
+# More requests than the service's v2 documents per window (100 per 10 s, API-NOTES): the
+# limit will pace the run, so a plan without a known pace says that it cannot say how long.
+PACED_FROM = 100
+
+
+def pace_line(plan: Plan) -> str | None:
+    """How long the plan's requests take at the pace the run keeps to (``--rate-limit``,
+    per API key); without one, that it is not known, when it matters (a rename's contacts, or
+    more requests than a window of the service's limit). Never a guess."""
+    requests = plan.requests()
+    total, seconds, rate = requests.total, requests.seconds, requests.rate_limit
+    if rate > 0:
+        if seconds is None:
+            return (
+                f"Time at --rate-limit {rate:g}/s per API key: not known (the contacts its "
+                "renames move were not counted)."
+            )
+        return f"Time at --rate-limit {rate:g}/s per API key: about {duration(seconds)}."
+    if total is not None and total <= PACED_FROM and not requests.contact_updates:
+        return None
+    return (
+        "Time: not estimated: no rate limit is known (--rate-limit, or rateLimit in "
+        "botctl.yaml, gives the pace to estimate at); the service's own limit paces the run."
+    )
+
+
+def duration(seconds: float) -> str:
+    """``0.4 s``, ``51 s``, ``14 min 3 s``, ``2 h 5 min``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 READS_NONE = (
@@ -182,15 +239,15 @@ def scope_lines(scope: Scope | None) -> list[str]:
 def render_text(plan: Plan, *, colour: bool = False) -> str:
     style = Style(colour)
     out = [summary_line(plan)]
+    pace = pace_line(plan)
+    if pace is not None:
+        out.append(pace)
     if plan.reads == "none":
         out.append(READS_NONE)
     out.extend(scope_lines(plan.scope))
     out.extend(warning_line(w) for w in plan.warnings)
     out.extend(style(f"safety cap exceeded: {v}", COLOURS["warn"]) for v in plan.violations)
-    out.extend(
-        style(f"missing: {b.name} ({b.chatbot_id}) is not listed by the service", COLOURS["warn"])
-        for b in plan.missing
-    )
+    out.extend(style(missing_line(b), COLOURS["warn"]) for b in plan.missing)
     unmanaged_by_bot = {
         name: [f"{u.resource} {u.name}" for u in group]
         for name, group in groupby(plan.unmanaged, lambda u: u.bot.name)
@@ -210,8 +267,25 @@ def render_text(plan: Plan, *, colour: bool = False) -> str:
     out.extend(unmanageable_lines(plan.unmanageable, style))
     if plan.empty:
         out.append("")
-        out.append("No changes. The service matches the configuration.")
+        out.append(no_changes_line(plan))
     return inert("\n".join(out), colour=colour) + "\n"
+
+
+def missing_line(bot: BotRef, code: Callable[[str], str] = str) -> str:
+    """A chatbot of the configuration the service does not list (``code``: how Markdown
+    quotes its handle and id)."""
+    return (
+        f"missing: {code(bot.name)} ({code(bot.chatbot_id)}) is not listed by the service; "
+        "nothing is planned for it"
+    )
+
+
+def no_changes_line(plan: Plan) -> str:
+    """An empty plan's last word: never that the service matches the configuration while
+    chatbots of it are missing."""
+    if plan.missing:
+        return "Nothing to send to the chatbots the service lists."
+    return "No changes. The service matches the configuration."
 
 
 def unmanageable_line(item: Unmanageable) -> str:

@@ -144,6 +144,15 @@ class Usage:
 
     counts: dict[str, int] | None
     note: str = ""
+    pages: int = 0  # pages one pass over the chatbot's contacts read (``per_page`` 1000)
+
+    def migration_requests(self, name: str) -> tuple[int, int] | None:
+        """The contacts' requests of a rename of ``name`` (``migrate``): a copy pass and a
+        verifying pass over every page, and an update at most per contact carrying a value
+        (reads, updates); None when not counted."""
+        if self.counts is None:
+            return None
+        return 2 * self.pages, self.counts.get(name, 0)
 
 
 async def count_values(
@@ -151,8 +160,10 @@ async def count_values(
 ) -> Usage:
     """Contacts carrying a non-null value for each of ``names``, in one paged read."""
     counts = dict.fromkeys(names, 0)
+    read = 0  # pages: how many one pass reads
     try:
         async for _, contacts, total in pages(client, chatbot_id, budget=budget):
+            read += 1
             if total is not None and budget.limit is not None and total > budget.limit:
                 return Usage(None, _cap_note(budget))
             for contact in contacts:
@@ -165,7 +176,7 @@ async def count_values(
     except ReadsUnavailable as exc:
         why = exc.detail if exc.status is None else f"the service offers no contact read ({exc})"
         return Usage(None, f"not counted: {why}")
-    return Usage(counts)
+    return Usage(counts, pages=read)
 
 
 def _cap_note(budget: ContactBudget) -> str:

@@ -141,5 +141,14 @@ def _operation(
     change = _change(attribute.name, "rename", old.to_json(), after, confidence, secrets)
     old_record: dict[str, JsonValue] = {"name": old.name, "type": old.type, "archived": True}
     return Operation(
-        bot, "migrate_attribute", attribute.name, body, _record(attribute), (change,), old_record
+        bot,
+        "migrate_attribute",
+        attribute.name,
+        body,
+        _record(attribute),
+        (change,),
+        old_record,
+        sends=(create is not None) + (body["archive"] is not None),
+        contact_reads=None,  # until the contacts are counted (``reconcile.usage``)
+        contact_updates=None,
     )

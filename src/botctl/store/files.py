@@ -79,14 +79,16 @@ def first_problem(exc: ValidationError) -> str:
     return f"{where}: {problem['msg']}" if where else problem["msg"]
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, *, shared: bool = False) -> None:
     """Replace the file at ``path`` with ``text``: a temporary file beside it, fsync, rename.
-    A symlink is written through (its target replaced, the link kept), not replaced."""
+    A symlink is written through (its target replaced, the link kept), not replaced.
+    Readable by its owner only, or, ``shared`` (a file of the user's repository), as the
+    umask allows."""
     target = Path(os.path.realpath(path))
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _written_beside(target, text)
+    tmp = _written_beside(target, text, shared=shared)
     try:
         os.replace(tmp, target)
     except BaseException:
@@ -106,6 +108,16 @@ def create_file(path: Path, text: str) -> bool:
         return False
     finally:
         _remove(tmp)
+    return True
+
+
+def write_new_file(path: Path, text: str) -> bool:
+    """Create ``path`` holding ``text`` as ``write_new_files`` does; False, and nothing
+    written, when the name is taken."""
+    try:
+        write_new_files([(path, text)])
+    except FileExistsError:
+        return False
     return True
 
 

@@ -14,15 +14,17 @@ from __future__ import annotations
 import base64
 import os
 import secrets as _random
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from botctl.defaults import STATE_KEY_ENV
-from botctl.errors import StateError
+from botctl.errors import BotctlWarning, StateError
 from botctl.models import State
 from botctl.store.backend import StateBackend
 from botctl.store.files import UnreadableFile, create_file, read_bytes_if_any
+from botctl.store.gitignore import unignored_key_warning
 
 KEY_PREFIX = "bsk1_"  # a generated key: 32 random bytes, base64url
 
@@ -108,10 +110,14 @@ def ensure_key(source: KeySource, needed_for: str) -> KeySource:
 def write_key_file(file: Path, key: str) -> None:
     """Create ``file`` holding ``key``, readable by its owner only, whole at once (a reader
     never finds it empty); never over an existing one (a key replaced would orphan every
-    fingerprint made under it)."""
+    fingerprint made under it). Inside a git work tree that does not ignore it, a
+    ``BotctlWarning`` says which line to add to the ``.gitignore``."""
     try:
         created = create_file(file, key + "\n")
     except OSError as exc:
         raise StateKeyError(f"cannot create the state key file {file}: {exc.strerror}") from None
     if not created:
         raise StateKeyError(f"the state key file {file} exists already: not replaced")
+    warning = unignored_key_warning(file)
+    if warning is not None:
+        warnings.warn(warning, BotctlWarning, stacklevel=2)
