@@ -327,15 +327,19 @@ async def run_apply(
         ws = _reading_as_planned(ws, saved.plan)
     stop = stop if stop is not None else Stop()
     with contextlib.ExitStack() as held_for_the_run:
+        took_over = None
         if held is not None:
             backend = held
         else:
             backend = held_for_the_run.enter_context(open_backend(ws.state_path))
-            held_for_the_run.enter_context(
+            lock = held_for_the_run.enter_context(
                 StateLock(backend, timeout=ws.lock_timeout, command="apply")
             )
+            took_over = lock.took_over
         stored = read_state(backend)
         state = stored.state
+        if took_over is not None:  # a killed run's lock: shown with the plan's warnings
+            state.warnings.append(took_over)
         _choose_encryption(state, ws, backend)
         if saved is not None and saved.encrypted and state.lineage is None:
             _choose_encryption(state, replace(ws, state_encryption="passphrase"), backend)

@@ -1,0 +1,84 @@
+"""A holder paused past its lease sends nothing once it resumes (issue 24, finding 1): two
+agents on one state and a slow service; the active one is stopped (SIGSTOP) in the middle of
+an apply, right after its first write reached the service; the standby takes over and applies
+the next revision; the paused one is resumed (SIGCONT). Every request it would still have sent
+is refused by its fence: the service and the state end at the newer revision."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.support import last_cycle
+from tests.e2e_support import Bench
+from tests.ha_support import (
+    quiet,
+    service_revisions,
+    settings_writes,
+    stale_writes,
+    start_agent,
+    state_revisions,
+    until,
+    write_revision,
+)
+
+BOTS = 4
+LATENCY_MS = 400  # each request: the apply of one revision takes seconds
+FLAGS = ("--interval", "0.3s", "--lease", "3s", "--parallelism", "1")
+
+
+@pytest.fixture
+def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
+    server = sandbox_factory(latency_ms=LATENCY_MS)
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
+    for n in range(BOTS):
+        bench.create_bot(f"bot-{n}")
+    return bench
+
+
+def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
+    bench: Bench,
+) -> None:
+    write_revision(bench, BOTS, 3)
+    first = start_agent(bench, *FLAGS)
+    agents = [first]
+    try:
+        first.wait_for(lambda d: bool(d["appliedRevision"]), 60, "revision 3 applied")
+        second = start_agent(bench, *FLAGS)
+        agents.append(second)
+        second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
+
+        write_revision(bench, BOTS, 4)
+        until(lambda: [w for w in settings_writes(bench) if w.revision == 4], "a v4 write")
+        first.proc.send_signal(signal.SIGSTOP)
+        # Where the pause landed: one v4 write sent (its answer takes 400 ms, and the next
+        # is sent only after it), the other chatbots' not yet.
+        sent_before = [w for w in settings_writes(bench) if w.revision == 4]
+        assert len(sent_before) == 1, sent_before
+
+        write_revision(bench, BOTS, 5)
+        second.wait_for(
+            lambda d: d["role"] == "active" and last_cycle(d) == "applied", 60, "v5 applied"
+        )
+        assert service_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
+        first.proc.send_signal(signal.SIGCONT)
+        first.wait_for(lambda d: d["role"] == "standby", 60, "the resumed one standing by")
+        writes = settings_writes(bench)
+        quiet(bench)
+    finally:
+        for agent in agents:
+            agent.proc.send_signal(signal.SIGCONT)
+            agent.kill()
+
+    # Nothing more of v4 reached the service: only the write sent before the pause.
+    assert [w.seq for w in writes if w.revision == 4] == [w.seq for w in sent_before], (
+        first.log_text()
+    )
+    assert stale_writes(writes) == []
+    assert service_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
+    assert state_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
+    refused = [e for e in first.log() if "not sent" in e.get("message", "")]
+    assert refused, first.log_text()
