@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from botctl.store.lock import read_lock
 from tests.agent.support import last_cycle
 from tests.e2e_support import Bench
 from tests.ha_support import (
@@ -82,3 +83,40 @@ def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
     assert state_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
     refused = [e for e in first.log() if "not sent" in e.get("message", "")]
     assert refused, first.log_text()
+
+
+def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
+    bench: Bench,
+) -> None:
+    """With an interval of an hour, a standby that tried only every interval would never take
+    over here: it tries again as the holder's lease would lapse (the holder is paused). It
+    logs who holds the lease, and until when, once per holder, however often it renews."""
+    write_revision(bench, BOTS, 1)
+    flags = ("--interval", "1h", "--lease", "3s")
+    first = start_agent(bench, *flags)
+    agents = [first]
+    try:
+        first.wait_for(lambda d: bool(d["appliedRevision"]), 60, "revision 1 applied")
+        second = start_agent(bench, *flags)
+        agents.append(second)
+        second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
+        renewals: set[object] = set()
+        until(lambda: renewals.add(read_lock(bench.state_path)) or len(renewals) >= 4, "renewals")
+        # Paused, not killed: a dead holder of this host would be taken over at once.
+        first.proc.send_signal(signal.SIGSTOP)
+        doc = second.wait_for(
+            lambda d: last_cycle(d) not in (None, "standby"), 60, "the takeover's first cycle"
+        )
+    finally:
+        for agent in agents:
+            agent.proc.send_signal(signal.SIGCONT)
+            agent.kill()
+    lines = [e["message"] for e in second.log() if e.get("event") == "lease"]
+    assert len(lines) == 2, lines
+    standing, holding = lines
+    assert f"held by botctl agent pid {first.proc.pid} on " in standing
+    assert "lease until " in standing
+    assert "holding the state's lease: reconciling" in holding
+    assert f"taken over: its lease lapsed (pid {first.proc.pid} on" in holding
+    assert doc["role"] == "active"
+    assert last_cycle(doc) == "synced"  # what the first applied, it found applied
