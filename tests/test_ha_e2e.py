@@ -101,7 +101,12 @@ def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
         agents.append(second)
         second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
         renewals: set[object] = set()
-        until(lambda: renewals.add(read_lock(bench.state_path)) or len(renewals) >= 4, "renewals")
+
+        def renewed_thrice() -> bool:
+            renewals.add(read_lock(bench.state_path))
+            return len(renewals) >= 4
+
+        until(renewed_thrice, "three renewals of the first's lease")
         # Paused, not killed: a dead holder of this host would be taken over at once.
         first.proc.send_signal(signal.SIGSTOP)
         doc = second.wait_for(
