@@ -6,10 +6,14 @@ in arrival order), and at the end the service holds the last revision and the st
     BOTCTL_LONG_TESTS=1 uv run pytest tests/test_chaos.py -s    # 50 pauses, three agents
     BOTCTL_CHAOS_PAUSES=200 BOTCTL_CHAOS_SEED=7 uv run pytest tests/test_chaos.py -s
 
-Half of the pauses land right after a settings write reached the service (an apply in flight:
-the pause most likely to make a stale write), the others after a random delay; most stop the
-holder of the lease, some a standby; each lasts up to twice the lease, so the holder loses it
-about half the time. The seed is printed and named in every failure.
+After a new revision, a pause lands right after a settings write reached the service (an apply
+in flight), or while a write the service refused (503, Retry-After) waits for its retry, or
+after a random delay; a new revision may arrive during it. Most pauses stop the holder of the
+lease, some a standby; each lasts up to twice the lease, so the holder loses it about half the
+time. The first is sure to be one a holder without a fence turns into a stale write: before a
+retry, past the lease, a newer revision applied meanwhile by the standby. The seed is printed
+and named in every failure; `BOTCTL_CHAOS_PAUSES` sets the number of pauses
+(``tests/samples.py``).
 """
 
 from __future__ import annotations
