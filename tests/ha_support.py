@@ -5,8 +5,11 @@ the order in which revisions reached the service."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +28,37 @@ def write_revision(bench: Bench, bots: int, revision: int) -> None:
 
 
 def start_agent(bench: Bench, *flags: str) -> AgentProcess:
-    argv = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply", *flags]
+    """An agent applying the bench's configuration, with a cache of its own (agents that
+    shared one would remove each other's revisions)."""
+    cache = tempfile.mkdtemp(prefix="agent-cache-", dir=bench.workdir)
+    argv = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply"]
+    argv += ["--cache-dir", cache, *flags]
     return AgentProcess(argv, agent_env(bench.api_url), bench.workdir)
+
+
+@contextlib.contextmanager
+def agents_running() -> Iterator[list[AgentProcess]]:
+    """A list to put started agents in; each is resumed (if paused) and killed at the end."""
+    started: list[AgentProcess] = []
+    try:
+        yield started
+    finally:
+        for agent in started:
+            agent.proc.send_signal(signal.SIGCONT)
+            agent.kill()
+
+
+def holder_and_standby(
+    bench: Bench, started: list[AgentProcess], *flags: str
+) -> tuple[AgentProcess, AgentProcess]:
+    """A first agent that applied the configuration as it is, then a second standing by."""
+    first = start_agent(bench, *flags)
+    started.append(first)
+    first.wait_for(lambda d: bool(d["appliedRevision"]), 60, "the first revision applied")
+    second = start_agent(bench, *flags)
+    started.append(second)
+    second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
+    return first, second
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from tests.agent.support import AgentProcess
 from tests.e2e_support import Bench
 from tests.ha_support import (
     Write,
+    agents_running,
     quiet,
     service_revisions,
     settings_writes,
@@ -154,9 +155,9 @@ def test_pauses_at_random_instants_never_let_an_older_revision_overwrite_a_newer
         print(f"\nchaos: seed {seed}, {PAUSES} pauses, {AGENTS} agents")
     revision = 1
     write_revision(bench, BOTS, revision)
-    agents = [start_agent(bench, *FLAGS) for _ in range(AGENTS)]
     pauses: list[Pause] = []
-    try:
+    with agents_running() as agents:
+        agents.extend(start_agent(bench, *FLAGS) for _ in range(AGENTS))
         until(lambda: any(w.revision == 1 for w in settings_writes(bench)), "a first apply")
 
         def next_revision() -> None:
@@ -186,10 +187,6 @@ def test_pauses_at_random_instants_never_let_an_older_revision_overwrite_a_newer
         until(lambda: service_revisions(bench, BOTS) == final, f"v{revision} applied", 120)
         until(lambda: state_revisions(bench, BOTS) == final, f"v{revision} recorded", 60)
         log = quiet(bench)
-    finally:
-        for agent in agents:
-            agent.proc.send_signal(signal.SIGCONT)
-            agent.kill()
     context = f"seed {seed}; pauses {pauses}"
     assert log[0]["seq"] == 1, "the sandbox's log lost its start: raise its limit"
     writes = settings_writes(bench)

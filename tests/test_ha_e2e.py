@@ -16,11 +16,12 @@ from botctl.store.lock import read_lock
 from tests.agent.support import last_cycle
 from tests.e2e_support import Bench
 from tests.ha_support import (
+    agents_running,
+    holder_and_standby,
     quiet,
     service_revisions,
     settings_writes,
     stale_writes,
-    start_agent,
     state_revisions,
     until,
     write_revision,
@@ -40,25 +41,37 @@ def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
     return bench
 
 
-def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
-    bench: Bench,
-) -> None:
-    write_revision(bench, BOTS, 3)
-    first = start_agent(bench, *FLAGS)
-    agents = [first]
-    try:
-        first.wait_for(lambda d: bool(d["appliedRevision"]), 60, "revision 3 applied")
-        second = start_agent(bench, *FLAGS)
-        agents.append(second)
-        second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
+REFUSED = {
+    "method": "POST",
+    "path": "*/update-chatbot-settings",
+    "status": 503,
+    "retry_after": 10,  # retried 10 s later: the pause lands in the wait
+}
 
+
+@pytest.mark.parametrize("instant", ["in flight", "before its retry"])
+def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
+    bench: Bench, instant: str
+) -> None:
+    """Paused while its first v4 write is in flight (the answer takes 400 ms, the next write
+    is sent only after it), or while that write, refused (503, Retry-After), waits for its
+    retry. Either way, resumed once the standby applied v5, it sends nothing more."""
+    write_revision(bench, BOTS, 3)
+    with agents_running() as started:
+        first, second = holder_and_standby(bench, started, *FLAGS)
+        if instant == "before its retry":
+            bench.admin("POST", "/faults", REFUSED)
         write_revision(bench, BOTS, 4)
-        until(lambda: [w for w in settings_writes(bench) if w.revision == 4], "a v4 write")
+        wanted = None if instant == "in flight" else 503
+        until(
+            lambda: [w for w in settings_writes(bench) if (w.revision, w.status) == (4, wanted)],
+            f"a v4 write {instant}",
+        )
         first.proc.send_signal(signal.SIGSTOP)
-        # Where the pause landed: one v4 write sent (its answer takes 400 ms, and the next
-        # is sent only after it), the other chatbots' not yet.
+        # Where the pause landed: one v4 write sent (unanswered, or refused and not retried
+        # yet), the other chatbots' not yet.
         sent_before = [w for w in settings_writes(bench) if w.revision == 4]
-        assert len(sent_before) == 1, sent_before
+        assert [w.status for w in sent_before] == [wanted], sent_before
 
         write_revision(bench, BOTS, 5)
         second.wait_for(
@@ -69,10 +82,6 @@ def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
         first.wait_for(lambda d: d["role"] == "standby", 60, "the resumed one standing by")
         writes = settings_writes(bench)
         quiet(bench)
-    finally:
-        for agent in agents:
-            agent.proc.send_signal(signal.SIGCONT)
-            agent.kill()
 
     # Nothing more of v4 reached the service: only the write sent before the pause.
     assert [w.seq for w in writes if w.revision == 4] == [w.seq for w in sent_before], (
@@ -81,8 +90,11 @@ def test_a_holder_paused_mid_apply_past_its_lease_sends_nothing_when_resumed(
     assert stale_writes(writes) == []
     assert service_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
     assert state_revisions(bench, BOTS) == {f"bot-{n}": "v5" for n in range(BOTS)}
-    refused = [e for e in first.log() if "not sent" in e.get("message", "")]
-    assert refused, first.log_text()
+    # It said why: a request refused by its fence, or its state write by the lease.
+    messages = [e.get("message", "") for e in first.log()]
+    lost = [m for m in messages if "not sent: " in m or "no longer holds the lease" in m]
+    assert lost, first.log_text()
+    assert not any("no such file" in m for m in messages), first.log_text()
 
 
 def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
@@ -92,14 +104,8 @@ def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
     over here: it tries again as the holder's lease would lapse (the holder is paused). It
     logs who holds the lease, and until when, once per holder, however often it renews."""
     write_revision(bench, BOTS, 1)
-    flags = ("--interval", "1h", "--lease", "3s")
-    first = start_agent(bench, *flags)
-    agents = [first]
-    try:
-        first.wait_for(lambda d: bool(d["appliedRevision"]), 60, "revision 1 applied")
-        second = start_agent(bench, *flags)
-        agents.append(second)
-        second.wait_for(lambda d: d["role"] == "standby", 60, "the second standing by")
+    with agents_running() as started:
+        first, second = holder_and_standby(bench, started, "--interval", "1h", "--lease", "3s")
         renewals: set[object] = set()
 
         def renewed_thrice() -> bool:
@@ -112,10 +118,6 @@ def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
         doc = second.wait_for(
             lambda d: last_cycle(d) not in (None, "standby"), 60, "the takeover's first cycle"
         )
-    finally:
-        for agent in agents:
-            agent.proc.send_signal(signal.SIGCONT)
-            agent.kill()
     lines = [e["message"] for e in second.log() if e.get("event") == "lease"]
     assert len(lines) == 2, lines
     standing, holding = lines
