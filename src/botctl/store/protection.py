@@ -15,8 +15,9 @@ Two rules, checked before every write (and by ``apply`` before it sends anything
   --state-encryption none`` (``downgrade``) writes one in clear on purpose.
 
 Each entry of the memory is named and authenticated under the state key (HMAC under a key
-derived by scrypt, as the fingerprints are, from the key and the memory's own salt): without
-the key, nobody can read which states it names, forge an entry, or move one to another state.
+derived by scrypt, as the fingerprints are, from the key and the memory's own salt), and holds
+nothing else: without the key, nobody can tell which states it names, forge an entry, or move
+one to another state.
 Removing the file forgets (botctl then starts remembering again); a machine that keeps nothing
 between runs (a CI runner) remembers nothing, so there ``BOTCTL_STATE_ENCRYPTION=passphrase``
 beside ``BOTCTL_STATE_KEY`` is what refuses a state in clear.
@@ -28,9 +29,7 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from botctl.models import State
 from botctl.sealing import FingerprintKey, new_salt
@@ -52,65 +51,48 @@ def memory_file(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "botctl" / "protection.json"
 
 
-@dataclass(frozen=True)
-class Remembered:
-    """What was last seen of one state: kept encrypted, and its lineage."""
-
-    encrypted: bool
-    lineage: str
-
-
 class Memory:
-    """The memory file as read: a salt, and entries by id (see the module's docstring)."""
+    """The memory file as read: a salt, and the states remembered as kept encrypted, each an
+    entry id (an HMAC of its place) and a MAC of the fact (see the module's docstring). It
+    holds nothing else: not the places, not the lineages."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.salt = new_salt()
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, str] = {}
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             data = read_bytes_if_any(path)
             if data is not None:
                 found = json.loads(data)
                 if found.get("format") == MEMORY_FORMAT:
-                    self.salt = str(bytes.fromhex(found["salt"]).hex())
-                    self.entries = {str(k): dict(v) for k, v in found["states"].items()}
+                    self.salt = bytes.fromhex(found["salt"]).hex()
+                    self.entries = {str(k): str(v) for k, v in found["encrypted"].items()}
 
     def _key(self, state_key: bytes) -> FingerprintKey:
         return FingerprintKey(self.salt, state_key)
 
-    def _entry_id(self, state_key: bytes, where: str) -> str:
-        return self._key(state_key).fingerprint(["state", where]).rpartition(":")[2][:32]
+    def _entry(self, state_key: bytes, where: str) -> tuple[str, str]:
+        """The entry id of the state at ``where``, and the MAC that says it was encrypted."""
+        key = self._key(state_key)
+        entry_id = key.fingerprint(["state", where]).rpartition(":")[2][:32]
+        return entry_id, key.fingerprint(["kept encrypted", entry_id])
 
-    def _mac(self, state_key: bytes, entry_id: str, entry: Remembered) -> str:
-        return self._key(state_key).fingerprint(
-            ["protection", entry_id, entry.encrypted, entry.lineage]
-        )
-
-    def get(self, state_key: bytes, where: str) -> Remembered | None:
+    def encrypted(self, state_key: bytes, where: str) -> bool:
+        """Whether the state at ``where`` was remembered as kept encrypted (a forged or
+        altered entry, whose MAC is not under this key, counts as none)."""
         if not self.entries:
-            return None  # nothing remembered: no key to derive
-        entry_id = self._entry_id(state_key, where)
-        found = self.entries.get(entry_id)
-        if not found:
-            return None
-        entry = Remembered(bool(found.get("encrypted")), str(found.get("lineage")))
-        # A forged or altered entry (its MAC is not under this key) counts as none.
-        return entry if found.get("mac") == self._mac(state_key, entry_id, entry) else None
+            return False  # nothing remembered: no key to derive
+        entry_id, mac = self._entry(state_key, where)
+        return self.entries.get(entry_id) == mac
 
-    def put(self, state_key: bytes, where: str, entry: Remembered | None) -> None:
-        """Remember ``entry`` for the state at ``where`` (None: forget it)."""
-        entry_id = self._entry_id(state_key, where)
-        if entry is None:
-            self.entries.pop(entry_id, None)
+    def remember(self, state_key: bytes, where: str, encrypted: bool) -> None:
+        entry_id, mac = self._entry(state_key, where)
+        if encrypted:
+            self.entries[entry_id] = mac
         else:
-            mac = self._mac(state_key, entry_id, entry)
-            self.entries[entry_id] = {
-                "encrypted": entry.encrypted,
-                "lineage": entry.lineage,
-                "mac": mac,
-            }
+            self.entries.pop(entry_id, None)
         text = json.dumps(
-            {"format": MEMORY_FORMAT, "salt": self.salt, "states": self.entries}, indent=1
+            {"format": MEMORY_FORMAT, "salt": self.salt, "encrypted": self.entries}, indent=1
         )
         # Memory is a guard, not a record botctl needs: a home it cannot write (a read-only
         # container) leaves the rule without memory, never a run that fails.
@@ -126,17 +108,18 @@ def identity(backend: StateBackend) -> str:
     return backend.where
 
 
-def _remembered(state: State, backend: StateBackend) -> Remembered | None:
+def _remembered(state: State, backend: StateBackend) -> bool:
+    """Whether the state at ``backend`` was remembered as kept encrypted (under the key this
+    run holds)."""
     if state.state_key is None:
-        return None
-    return Memory(memory_file()).get(state.state_key, identity(backend))
+        return False
+    return Memory(memory_file()).encrypted(state.state_key, identity(backend))
 
 
 def kept_encrypted(state: State, backend: StateBackend) -> bool:
     """Whether the state at ``backend``, absent now, was remembered as kept encrypted: made
     again so (a deleted state must not come back weaker)."""
-    remembered = _remembered(state, backend)
-    return remembered is not None and remembered.encrypted
+    return _remembered(state, backend)
 
 
 def check_not_weaker(state: State, backend: StateBackend, *, downgrade: bool = False) -> None:
@@ -145,12 +128,14 @@ def check_not_weaker(state: State, backend: StateBackend, *, downgrade: bool = F
     clear on purpose."""
     if state.state_key is None:
         return  # no key: nothing could be kept under one, and nothing is remembered
-    remembered = None if downgrade or state.lineage is None else _remembered(state, backend)
+    was_encrypted = not (downgrade or state.encrypted or state.lineage is None) and _remembered(
+        state, backend
+    )
     changed = []
-    if remembered is not None and remembered.encrypted and not state.encrypted:
+    if was_encrypted:
         changed.append(
-            f"it was kept encrypted at rest (lineage {remembered.lineage}), and is now in "
-            f"clear (lineage {state.lineage}, serial {state.serial})"
+            f"it was kept encrypted at rest, and is now in clear (lineage {state.lineage}, "
+            f"serial {state.serial})"
         )
     if state.legacy_keyed:
         changed.append(
@@ -158,17 +143,17 @@ def check_not_weaker(state: State, backend: StateBackend, *, downgrade: bool = F
             "reads it can check guesses against, and botctl writes none while a state key is set"
         )
     if changed:
-        raise WeakerState(_refusal(backend, changed, remembered))
+        raise WeakerState(_refusal(backend, changed, was_encrypted))
 
 
-def _refusal(backend: StateBackend, changed: list[str], remembered: Remembered | None) -> str:
+def _refusal(backend: StateBackend, changed: list[str], was_encrypted: bool) -> str:
     where = backend.where
     advice = (
         f"If the change is yours: `botctl state migrate --state-encryption passphrase --state "
         f"{where}` encrypts it again, or remove botctl's memory of it ({memory_file()}). If "
         "not, restore the state from a backup (a git backend's history, the object's "
         "versions)"
-        if remembered is not None
+        if was_encrypted
         else f"If the state is yours, `botctl state rekey --state {where}` moves its "
         "fingerprints under the state key; if not, restore it from a backup"
     )
@@ -187,6 +172,5 @@ def remember(state: State, backend: StateBackend, *, downgrade: bool = False) ->
         return
     memory = Memory(memory_file())
     where = identity(backend)
-    entry = Remembered(True, state.lineage) if state.encrypted else None
-    if memory.get(key, where) != entry:
-        memory.put(key, where, entry)
+    if memory.encrypted(key, where) != state.encrypted:
+        memory.remember(key, where, state.encrypted)
