@@ -125,3 +125,14 @@ def test_a_state_of_format_3_is_refused_while_a_key_is_set_and_works_without_one
     assert kept.exit_code == 0, kept.output
     assert "warning[BC305]" in kept.output
     assert json.loads(bench.state_path.read_text())["format_version"] == 3
+
+
+def test_a_state_in_clear_pushed_where_an_encrypted_one_was_is_refused(bench: Bench) -> None:
+    encrypted_state(bench)
+    before = bench.state_path.read_text()
+    upload = bench.workdir / "upload.json"
+    upload.write_text(plaintext_state(4, fingerprint=False))
+    pushed = bench.run("state", "push", "--force", "--state", str(bench.state_path), str(upload))
+    assert pushed.exit_code == 1, pushed.output
+    assert "it was kept encrypted at rest, and is now in clear" in pushed.stderr
+    assert bench.state_path.read_text() == before
