@@ -53,9 +53,12 @@ def sandbox(sandbox_factory: SandboxFactory) -> RunningSandbox:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _test_environment() -> Iterator[None]:
+def _test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """botctl run in this process (CliRunner) retries as a child of ``tests.launch`` does:
-    without costing real seconds (the backoff base near zero)."""
+    without costing real seconds (the backoff base near zero). What botctl remembers of the
+    states it kept under a key (``store.protection``) goes to the session's own directory,
+    never the user's, and is inherited by every child."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(RETRY_BASE_DELAY_ENV, TEST_RETRY_BASE_DELAY)
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
         yield

@@ -36,6 +36,8 @@ def environment(extra: Mapping[str, str] | None = None, *, inherit: bool = True)
     """The child's environment: this process's (or only PATH when ``inherit`` is False), the
     test environment, then ``extra``."""
     base = dict(os.environ) if inherit else {"PATH": os.environ.get("PATH", "")}
+    if "XDG_STATE_HOME" in os.environ:  # botctl's memory of states: the session's, never ours
+        base.setdefault("XDG_STATE_HOME", os.environ["XDG_STATE_HOME"])
     return {**base, **TEST_ENV, **(extra or {})}
 
 

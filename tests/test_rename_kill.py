@@ -1,6 +1,10 @@
 """A rename killed (SIGKILL) at random instants of its migration, each followed by a re-run:
 every value moved, none lost or overwritten, the old attribute archived only at the end.
 
+Each instant is chosen in the request log: the sandbox holds one request of the phase drawn
+(the new attribute's create, one contact's copy, the old attribute's archive) and the kill
+lands while it is in flight, which each instant asserts.
+
 uv run pytest -m slow tests/test_rename_kill.py -s         # the slow suite: 50 instants
 BOTCTL_KILL_INSTANTS=200 uv run pytest tests/test_rename_kill.py -s   # any number
 """
@@ -12,7 +16,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -78,14 +82,56 @@ def attribute(bench: Bench, name: str) -> dict[str, Any] | None:
     return next((a for a in world["attributes"] if a["name"] == name), None)
 
 
-def wait_until_quiet(bench: Bench) -> None:
-    log = len(bench.requests())
-    while True:
-        time.sleep(0.2)
-        again = len(bench.requests())
-        if again == log:
-            return
-        log = again
+def wait_until_answered(bench: Bench) -> None:
+    """Until the sandbox answered every request it received (the held one too: it finishes
+    what a dead client sent, as a service would)."""
+    deadline = time.monotonic() + 60
+    while any(r["status"] is None for r in bench.requests()):
+        assert time.monotonic() < deadline, "the sandbox never answered"
+        time.sleep(0.05)
+
+
+HOLD_MS = 1500  # the request the kill lands during: in flight this long
+Phase = Literal["creating", "copying", "archiving"]
+
+
+def hold(bench: Bench, phase: Phase, rng: random.Random) -> tuple[str, str]:
+    """Have the sandbox hold one request of ``phase``; its method and path."""
+    base = "/api/v1/chatbots/bot-1"
+    method, path = {
+        "creating": ("POST", f"{base}/custom-attributes"),
+        # A carrier past the first pages: values have moved, not all (pages go in order).
+        "copying": ("PATCH", f"{base}/contacts/c{rng.randrange(300, CARRIERS - 100)}"),
+        "archiving": ("PUT", f"{base}/custom-attributes/plan"),
+    }[phase]
+    bench.admin("POST", "/faults", {"method": method, "path": path, "latency_ms": HOLD_MS})
+    return method, path
+
+
+def held_request(bench: Bench, method: str, path: str) -> dict[str, Any] | None:
+    return next(
+        (
+            r
+            for r in bench.requests()
+            if (r["method"], r["path"], r["fault"]) == (method, path, "before")
+        ),
+        None,
+    )
+
+
+def landed(bench: Bench, phase: Phase, at_kill: dict[str, Any]) -> None:
+    """The kill landed in ``phase``: its held request unanswered, and what the log says had
+    been sent of the rename by then."""
+    assert at_kill["status"] is None, at_kill
+    log = bench.requests()
+    before = [r for r in log if r["seq"] < at_kill["seq"]]
+    copies = [r for r in before if r["method"] == "PATCH"]
+    if phase == "creating":
+        assert copies == []
+    elif phase == "copying":
+        assert 0 < len(copies) < CARRIERS
+    else:
+        assert len({r["path"] for r in copies}) >= CARRIERS
 
 
 @pytest.fixture
@@ -117,13 +163,26 @@ def test_rename_killed_at_random_instants(
         with_tier = instant % 2 == 0
         (fresh_world if with_tier else world_without_tier)(bench)
         bench.state_path.unlink(missing_ok=True)
+        # Where to kill: a create only where tier is still to be made.
+        choices: list[Phase] = ["copying", "archiving"]
+        if not with_tier:
+            choices.append("creating")
+        phase = rng.choice(choices)
+        method, path = hold(bench, phase, rng)
         proc = start_apply(bench)
-        time.sleep(rng.uniform(0.3, 7.0))  # from start-up to past the end of the rename
+        deadline = time.monotonic() + 120
+        while (at_kill := held_request(bench, method, path)) is None:
+            assert proc.poll() is None, f"instant {instant}: the apply ended before {phase}"
+            assert time.monotonic() < deadline, f"instant {instant}: never reached {phase}"
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        wait_until_quiet(bench)  # what the dead run sent has landed
+        landed(bench, phase, at_kill)
+        phases[phase] = phases.get(phase, 0) + 1
+        bench.admin("DELETE", "/faults")
+        wait_until_answered(bench)  # what the dead run sent has landed
 
-        # At the kill: the old attribute is archived only if every value had moved.
+        # The old attribute is archived only if every value had moved.
         load_state(bench.state_path)  # valid, or absent: never half-written
         held = contacts(bench)
         plan = attribute(bench, "plan")
@@ -131,13 +190,6 @@ def test_rename_killed_at_random_instants(
         assert plan is not None
         if plan["archived"]:
             assert moved == CARRIERS, f"instant {instant}: archived with {moved} moved"
-        if plan["archived"]:
-            phase = "done"
-        elif moved == CARRIERS:
-            phase = "verifying or archiving"
-        else:
-            phase = "copying" if moved else "before copying"
-        phases[phase] = phases.get(phase, 0) + 1
 
         # A person edits one moved contact meanwhile (new value, old cleared): never undone.
         edited = next(
@@ -153,7 +205,6 @@ def test_rename_killed_at_random_instants(
         else:
             edited = None
 
-        assert bench.run("unlock", "--state", str(bench.state_path)).exit_code == 0
         rerun = bench.run("apply", "--auto-approve", str(bench.config_dir))
         assert rerun.exit_code == 0, rerun.output
 

@@ -150,7 +150,9 @@ def legacy_state(bench: Bench, value: str) -> str:
     return salt
 
 
-def test_an_old_format_state_works_with_a_warning_until_rekeyed(bench: Bench) -> None:
+def test_an_old_format_state_is_read_with_a_warning_and_written_only_once_rekeyed(
+    bench: Bench,
+) -> None:
     cfg = str(bench.config_dir)
     assert bench.run("apply", "--auto-approve", cfg).exit_code == 0  # the service as declared
     salt = legacy_state(bench, f"Use token {SECRET} carefully")
@@ -164,9 +166,14 @@ def test_an_old_format_state_works_with_a_warning_until_rekeyed(bench: Bench) ->
     assert "botctl state rekey" in text.output
     silenced = bench.run("plan", "--disable-warning", "salt-only-state", cfg)
     assert "BC305" not in silenced.output
-    applied = bench.run("apply", cfg)
-    assert applied.exit_code == 0, applied.output
-    assert json.loads(bench.state_path.read_text())["format_version"] == 3  # until rekeyed
+    # A state key is available (the key file): no fingerprint is written salt-only again.
+    before = bench.state_path.read_text()
+    refused = bench.run("apply", "--auto-approve", cfg)
+    assert refused.exit_code == 1, refused.output
+    assert "keyed with the salt stored in it (format 3)" in refused.stderr
+    assert "`botctl state rekey --state" in refused.stderr
+    assert bench.state_path.read_text() == before
+    assert bench.writes() == []
     rekeyed = bench.run("state", "rekey", "--state", str(bench.state_path), cfg)
     assert rekeyed.exit_code == 0, rekeyed.output
     assert "1 fingerprint(s) now under key file" in rekeyed.stdout

@@ -246,3 +246,32 @@ def test_work_in_flight_is_abandoned_by_a_second_request_or_the_drain_timeout(
     assert all("abandoned in flight" in r.message for r in failed)
     assert all("may have been applied" in r.message for r in failed)
     assert service.settings == {}  # abandoned before they were made
+
+
+def test_when_recording_an_outcome_raises_no_other_chatbot_goes_on_sending() -> None:
+    """``on_result`` raising (the state writer lost its compare-and-swap, the agent its lease)
+    ends the apply: the other chatbots' work is cancelled, not left sending on its own."""
+    service = GatedService()
+
+    def record(result: OpResult) -> None:
+        raise LeaseLostForTest(f"cannot record {result.operation.label}")
+
+    async def go() -> None:
+        run = asyncio.ensure_future(
+            apply_plan(three_bots(), {"KEY": service}, on_result=record, parallelism=1)
+        )
+        while not service.started:
+            await asyncio.sleep(0)
+        service.release.set()
+        with pytest.raises(LeaseLostForTest):
+            await run
+        for _ in range(20):  # whatever was left running would have started meanwhile
+            await asyncio.sleep(0)
+
+    asyncio.run(go())
+    assert service.started == ["b0"]
+    assert service.calls == ["settings"]
+
+
+class LeaseLostForTest(Exception):
+    pass

@@ -66,26 +66,57 @@ def test_a_small_plan_is_never_cut() -> None:
     assert render_plan_comment(plan) == f"{PLAN_MARKER}\n" + render_markdown(plan)
 
 
-@pytest.mark.parametrize(("creates", "archives"), [(3000, 40), (200, 2500), (5000, 0)])
+def text_op(i: int) -> Operation:
+    """A settings text changed: shown as a diff in a fenced block when the comment has room."""
+    change = Change(
+        resource="settings",
+        path="instructions",
+        action="update",
+        before=f"Be brief.\nAnswer {i} in English.\nNever guess.",
+        after=f"Be brief.\nAnswer {i} in the user's language.\nNever guess.",
+        confidence="verified",
+    )
+    return Operation(bot_ref(i), "update_settings", "settings", {}, {}, (change,))
+
+
+@pytest.mark.parametrize(
+    ("creates", "archives", "texts", "folded"),
+    [
+        (3000, 40, 0, True),  # archives in view, the creates folded below them
+        (200, 2500, 0, False),  # the archives alone fill the comment: nothing else shown
+        (5000, 0, 0, True),  # no archive: the creates folded
+        (3000, 40, 6, True),  # text diffs too: cut with the rest, never left open
+    ],
+)
 def test_a_huge_plan_fits_a_comment_and_counts_what_it_left_out(
-    creates: int, archives: int
+    creates: int, archives: int, texts: int, folded: bool
 ) -> None:
     plan = big_plan(creates, archives)
+    plan = Plan(operations=tuple(text_op(i) for i in range(texts)) + plan.operations)
     comment = render_plan_comment(plan)
     assert len(comment) <= COMMENT_LIMIT
-    assert comment.startswith(f"{PLAN_MARKER}\n### botctl plan\n\n**Plan: {creates} to create")
+    updates = f"{texts} to update, " if texts else "0 to update, "
+    assert comment.startswith(
+        f"{PLAN_MARKER}\n### botctl plan\n\n**Plan: {creates} to create, {updates}"
+    )
     # The archives come first, in view; the other changes are folded below them.
-    if archives and "Other changes" in comment:
-        assert comment.index("**To archive") < comment.index("<details><summary>Other changes")
+    archive_table = comment.find(f"**To archive ({archives})**")
+    assert (archive_table >= 0) == (archives > 0)
+    folded_at = comment.find("<details><summary>")
+    assert (folded_at >= 0) == folded
+    if archives and folded:  # the first and last cases
+        assert archive_table < folded_at
     shown_rows = len(re.findall(r"^\| bot\d \|", comment, re.MULTILINE))
     left_out = sum(
         int(n) for n in re.findall(r"_\.\.\. (\d+) more (?:changes?|archives?) not shown", comment)
     )
-    assert shown_rows < creates + archives
-    assert shown_rows + left_out == creates + archives
-    # Well-formed to the end: every <details> closed, every fence closed.
+    assert shown_rows < creates + archives + texts
+    assert shown_rows + left_out == creates + archives + texts
+    # Well-formed to the end: every <details> closed, every fence that opens closes.
     assert comment.count("<details>") == comment.count("</details>")
-    assert comment.count("```diff") == 0 or comment.rstrip().endswith("</details>")
+    fences = re.findall(r"^(`{3,})", comment, re.MULTILINE)
+    assert len(fences) % 2 == 0
+    assert comment.rstrip().endswith("</details>") == folded
 
 
 def test_archives_are_listed_before_anything_is_cut() -> None:

@@ -262,14 +262,36 @@ def test_unlock_of_another_hosts_lock_needs_force(state: StateUnderTest) -> None
     assert "is not locked" in run(state, "unlock").stdout
 
 
-def test_unlock_removes_the_lock_of_a_dead_process(state: StateUnderTest) -> None:
+def dead_process_lock(state: StateUnderTest) -> LockInfo:
+    """The lock of a run of this host that was killed: its pid no longer runs."""
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    info = LockInfo(pid=gone.pid, host=socket.gethostname(), since="then", command="botctl apply")
+    info = LockInfo(
+        pid=gone.pid, host=socket.gethostname(), since="then", command="botctl apply", holder="x"
+    )
     with open_backend(state.url) as backend:
         assert backend.create_lock(info)
-    with pytest.raises(LockError, match=r"no longer exists.*botctl unlock"):
-        StateLock(state.url).acquire()
+    return info
+
+
+def test_a_lock_whose_holder_no_longer_runs_on_this_host_is_taken_over(
+    state: StateUnderTest,
+) -> None:
+    dead = dead_process_lock(state)
+    lock = StateLock(state.url)
+    lock.acquire()
+    try:
+        assert read_lock(state.url) == lock.info
+        assert lock.took_over is not None
+        assert "its holder no longer runs" in lock.took_over
+        assert f"pid {dead.pid} on {socket.gethostname()}" in lock.took_over
+    finally:
+        lock.release()
+    assert read_lock(state.url) is None
+
+
+def test_unlock_removes_the_lock_of_a_dead_process(state: StateUnderTest) -> None:
+    dead_process_lock(state)
     done = run(state, "unlock")
     assert done.exit_code == 0
     assert "that process no longer exists" in done.stdout
@@ -463,7 +485,7 @@ def test_two_concurrent_applies_one_is_refused_one_waits(
     assert read_lock(state.url) is None
 
 
-def test_a_killed_apply_leaves_valid_state_and_its_lock(
+def test_a_killed_apply_leaves_valid_state_and_its_lock_which_the_next_run_takes_over(
     state: StateUnderTest, sandbox_factory: Any, tmp_path: Path
 ) -> None:
     server = sandbox_factory(latency_ms=150)
@@ -485,15 +507,11 @@ def test_a_killed_apply_leaves_valid_state_and_its_lock(
     assert holder is not None
     assert (holder.pid, holder.command) == (victim.pid, "botctl apply")
     env = {"BOTCTL_API_URL": server.api_url}
-    blocked = run(state, "apply", "--auto-approve", str(config), env=env)
-    assert blocked.exit_code == 1
-    assert "no longer exists" in blocked.stderr
-
-    unlocked = run(state, "unlock")
-    assert unlocked.exit_code == 0, unlocked.output
-    assert "that process no longer exists" in unlocked.stdout
+    # The next run takes the dead run's lock over (its holder no longer runs on this host),
+    # and says so.
     rerun = run(state, "apply", "--auto-approve", str(config), env=env)
     assert rerun.exit_code == 0, rerun.output
+    assert f"its holder no longer runs (pid {victim.pid} on" in rerun.output
     final = load_state(state.url)
     assert (final.lineage, final.serial > left.serial) == (left.lineage, True)
     settled = run(state, "plan", "--detailed-exitcode", str(config), env=env)

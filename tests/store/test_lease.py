@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from botctl.errors import LockError
 from botctl.plan import BotRef
+from botctl.store import lock as lock_module
 from botctl.store.backend import LeaseLost, LockInfo
 from botctl.store.backends import open_backend
 from botctl.store.lock import Lease, LeasedBackend, StateLock, read_lock
@@ -132,4 +134,85 @@ def test_git_renewals_add_one_commit_between_state_writes(tmp_path: object) -> N
 
         assert commits() == 2  # the lock taken, and one renewal (amended each time)
     finally:
+        lease.close()
+
+
+class Clocks:
+    """The lease's two clocks, moved by hand: its steady clock and the wall clock."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.steady = 1000.0
+        self.wall = time.time()
+        monkeypatch.setattr(lock_module, "steady_clock", lambda: self.steady)
+        # One time module: LockInfo's expiries (store.backend) and the lease's checks alike.
+        monkeypatch.setattr(time, "time", lambda: self.wall)
+
+    def advance(self, seconds: float, *, wall: float | None = None) -> None:
+        self.steady += seconds
+        self.wall += seconds if wall is None else wall
+
+
+@pytest.fixture
+def clocks(monkeypatch: pytest.MonkeyPatch) -> Clocks:
+    return Clocks(monkeypatch)
+
+
+def held_lease(tmp_path: Path, duration: float = 30.0) -> Lease:
+    lease = Lease(str(tmp_path / "state.json"), duration=duration)
+    lease._stop.set()  # no heartbeat: the test moves time itself
+    assert lease.try_acquire()
+    return lease
+
+
+def test_the_fence_refuses_once_less_than_its_margin_is_left(
+    tmp_path: Path, clocks: Clocks
+) -> None:
+    lease = held_lease(tmp_path)
+    try:
+        assert lease.margin == 10.0  # a third of the lease
+        lease.fence()
+        clocks.advance(19.9)  # 10.1 s left
+        lease.fence()
+        clocks.advance(0.2)  # 9.9 s left: a request might reach the service past the lease
+        with pytest.raises(LeaseLost, match=r"has 9\.9 s left, and a request needs 10 s"):
+            lease.fence()
+        assert lease.renew()  # renewed: a whole lease again
+        lease.fence()
+        clocks.advance(45)  # paused past it
+        with pytest.raises(LeaseLost, match=r"lapsed 15\.0 s ago"):
+            lease.fence()
+    finally:
+        lease.close()
+
+
+def test_the_fence_trusts_neither_clock_alone(tmp_path: Path, clocks: Clocks) -> None:
+    lease = held_lease(tmp_path)
+    try:
+        # The wall clock stepped back 60 s (NTP, a person): the steady clock still ends it.
+        clocks.advance(25, wall=-60)
+        with pytest.raises(LeaseLost, match=r"has 5\.0 s left"):
+            lease.fence()
+        assert lease.renew()
+        # The wall clock stepped forward: standbys judge by wall clocks, so it ends early.
+        clocks.advance(1, wall=26)
+        with pytest.raises(LeaseLost, match=r"has 4\.0 s left"):
+            lease.fence()
+    finally:
+        lease.close()
+
+
+def test_the_fence_of_a_lease_taken_over_names_why(tmp_path: Path, clocks: Clocks) -> None:
+    lease = held_lease(tmp_path, duration=3)
+    other = Lease(str(tmp_path / "state.json"), duration=3)
+    try:
+        clocks.advance(4)
+        assert other.try_acquire()
+        assert other.took_over is not None
+        assert "its lease lapsed" in other.took_over
+        assert not lease.renew()
+        with pytest.raises(LeaseLost, match="another holder took the lease over"):
+            lease.fence()
+        other.fence()
+    finally:
+        other.close()
         lease.close()

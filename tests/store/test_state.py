@@ -138,17 +138,20 @@ def test_a_lock_is_never_seen_empty_or_half_written(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left behind
 
 
-def test_lock_of_dead_process_suggests_unlock(tmp_path: Path) -> None:
+def test_lock_of_dead_process_is_taken_over_or_unlocked(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     info = {"pid": 2**22 + 12345, "host": os.uname().nodename, "since": "then", "command": "apply"}
     lock_path_for(path).write_text(json.dumps(info))
-    with pytest.raises(LockError, match="botctl unlock"):
-        StateLock(path, timeout=0.2).acquire()
-    done = break_lock(path)
+    done = break_lock(path)  # `botctl unlock` removes it
     assert done.holder is not None
     assert done.holder.since == "then"
     assert done.holder_gone
-    StateLock(path).acquire()
+    lock_path_for(path).write_text(json.dumps(info))
+    taken = StateLock(path)  # and the next run takes it over without it
+    taken.acquire()
+    assert taken.took_over is not None
+    assert f"its holder no longer runs (pid {2**22 + 12345} on" in taken.took_over
+    taken.release()
 
 
 def test_state_file_has_one_line_per_record(tmp_path: Path) -> None:

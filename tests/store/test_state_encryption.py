@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from botctl.errors import BotctlError
 from botctl.models import State
 from botctl.plan import BotRef
 from botctl.store.backends import open_backend
@@ -96,8 +95,26 @@ def flip(text: str, index: int) -> str:
     return text[:index] + swapped + text[index + 1 :]
 
 
-@pytest.mark.parametrize("where", ["ciphertext", "nonce", "content", "truncated", "dropped"])
-def test_an_altered_encrypted_state_is_refused(state: StateUnderTest, key: str, where: str) -> None:
+UNREADABLE = (
+    "{where} is an encrypted botctl state that cannot be read ({why}): it was altered or "
+    "truncated; nothing was changed. Restore it from a backup"
+)
+
+
+@pytest.mark.parametrize(
+    ("where", "error"),
+    [
+        ("ciphertext", UNREADABLE.replace("{why}", "authentication failed")),
+        ("nonce", UNREADABLE.replace("{why}", "authentication failed")),
+        ("truncated", UNREADABLE.replace("{why}", "not complete JSON")),
+        ("dropped", UNREADABLE.replace("{why}", "malformed envelope")),
+        ("content", "{where} is an encrypted 'statE', not a state"),
+    ],
+)
+def test_an_altered_encrypted_state_is_refused(
+    state: StateUnderTest, key: str, where: str, error: str
+) -> None:
+    """Each alteration is refused with the error README promises for it, never parsed."""
     save_state(secret_state(), state.url)
     text = stored(state.url)
     data = json.loads(text)
@@ -106,16 +123,17 @@ def test_an_altered_encrypted_state_is_refused(state: StateUnderTest, key: str, 
         altered = flip(text, at)
     elif where == "nonce":
         altered = flip(text, text.index(data["nonce"]) + 2)
-    elif where == "content":  # an authenticated header field
+    elif where == "content":  # what the envelope says it holds
         altered = text.replace('"content": "state"', '"content": "statE"')
     elif where == "truncated":
         altered = text[: len(text) // 2]
     else:
         altered = json.dumps({k: v for k, v in data.items() if k != "nonce"})
     rewrite(state.url, altered)
-    with pytest.raises(BotctlError) as failure:
+    with pytest.raises(DecryptError) as failure:
         load_state(state.url)
-    assert "Traceback" not in str(failure.value)
+    with open_backend(state.url) as backend:
+        assert str(failure.value) == error.format(where=backend.where)
     assert stored(state.url) == altered  # refused, not repaired or replaced
 
 

@@ -38,7 +38,7 @@ from botctl.reconcile.apply import OpResult, Stop, StopEvent
 from botctl.reconcile.drift import DriftItem, DriftReport, acknowledge
 from botctl.service.pacing import RequestStats
 from botctl.store.acknowledgements import read_acknowledgements
-from botctl.store.backend import LeaseLost
+from botctl.store.backend import LeaseLost, LockInfo
 from botctl.store.backends import open_backend
 from botctl.store.lock import Lease, LeasedBackend
 
@@ -89,6 +89,10 @@ class Agent:
         self._reported_drift: frozenset[tuple[str, str, str]] = frozenset()
         self._numbers = 0
         self._unsynced: set[str] = set()  # chatbots the last plan would write to
+        # While standing by: the holder last logged (its holder id), and the wall-clock time
+        # its lease lapses unless renewed, when the next try is due (not a whole interval on).
+        self._holder_seen: str | None = None
+        self._holder_expires: float | None = None
 
     # --- driving the loop ---------------------------------------------------------------
 
@@ -128,6 +132,10 @@ class Agent:
 
     async def _wait(self) -> Trigger:
         delay = self.status.backoff if self.status.failures else self.settings.interval
+        if self.status.role == "standby" and self._holder_expires is not None:
+            # Try again as the holder's lease would lapse: failover within the lease, not
+            # the lease plus an interval (a renewed lease just means another wait).
+            delay = min(delay, max(0.05, self._holder_expires - time.time() + 0.05))
         self.status.next_cycle = now_iso(time.time() + delay)
         if self._wake.is_set():
             self._wake.clear()
@@ -218,11 +226,14 @@ class Agent:
             holder = await asyncio.to_thread(self.lease.holder)
             status.role = "standby"
             status.lease_holder = holder.describe() if holder is not None else "(changing hands)"
+            self._standing_by(holder)
             record.result = "standby"
             return
         if status.role != "active":
-            self.log.info("lease", "holding the state's lease: reconciling")
+            how = f" ({self.lease.took_over})" if self.lease.took_over else ""
+            self.log.info("lease", f"holding the state's lease: reconciling{how}")
         status.role, status.lease_holder = "active", None
+        self._holder_seen = self._holder_expires = None
         revision = await asyncio.to_thread(self.source.fetch)
         record.revision = revision.id
         invalid = await self._consider(revision)
@@ -234,6 +245,29 @@ class Agent:
         await self._reconcile_revision(good, ws, record)
         if invalid and record.result in ("synced", "drifted", "out_of_sync"):
             record.result = "invalid"
+
+    def _standing_by(self, holder: LockInfo | None) -> None:
+        """Log who holds the lease, once per holder (not every cycle); remember when its
+        lease lapses, for ``_wait``."""
+        self._holder_expires = holder.expires if holder is not None else None
+        seen = holder.holder if holder is not None else None
+        if seen == self._holder_seen:
+            return
+        self._holder_seen = seen
+        if holder is None:
+            self.log.info("lease", "standing by: the state's lease is changing hands")
+            return
+        until = (
+            f", lease until {now_iso(holder.expires)} unless renewed"
+            if holder.expires is not None
+            else " (a lock without a lease: held until released)"
+        )
+        self.log.info(
+            "lease",
+            f"standing by: the state's lease is held by {holder.command} pid {holder.pid} "
+            f"on {holder.host}{until}",
+            holder=holder.holder or None,
+        )
 
     async def _consider(self, revision: Revision) -> bool:
         """Validate a revision not seen yet; True when the newest revision is invalid."""
@@ -286,7 +320,9 @@ class Agent:
         self, revision: Revision, ws: Workspace, record: CycleRecord
     ) -> None:
         stats = RequestStats()
-        ws = replace(ws, service=replace(ws.service, stats=stats))
+        # Every request of the cycle is fenced by the lease: none goes out once it is lost,
+        # or when less than its margin is left (a process paused past it sends nothing).
+        ws = replace(ws, service=replace(ws.service, stats=stats, fence=self.lease.fence))
         try:
             new = revision.id != self.status.applied_revision
             report: DriftReport | None = None

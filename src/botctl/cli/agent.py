@@ -189,7 +189,8 @@ class AgentOptions:
     default="30s",
     show_default=True,
     help="The state lock is held as a lease renewed every third of this: a standby agent "
-    "takes over within it when the active one dies.",
+    "takes over within it when the active one dies or freezes. Nothing is sent to the service "
+    "unless a third of it is left (a holder paused past it sends nothing when it resumes).",
 )
 @click.option(
     "--backoff-max",

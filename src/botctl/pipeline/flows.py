@@ -70,6 +70,7 @@ from botctl.store.keys import (
 )
 from botctl.store.lock import StateLock
 from botctl.store.planfile import SavedPlan, read_plan_file
+from botctl.store.protection import check_not_weaker
 from botctl.store.state import StateWriter, load_state, read_state, save_state, state_cipher
 
 
@@ -137,6 +138,8 @@ def _choose_encryption(state: State, ws: Workspace, backend: StateBackend) -> No
     if wanted is None:
         return
     encrypt = wanted == "passphrase"
+    if state.lineage is None and not encrypt:
+        state.encrypted = False  # asked for: not as a state once kept here was (protection)
     if state.lineage is not None and state.encrypted != encrypt:
         now = "encrypted at rest" if state.encrypted else "not encrypted"
         raise StateError(
@@ -262,6 +265,8 @@ def _open_run(ws: Workspace, *, create_key: bool) -> tuple[Desired, State, Scope
         state = load_state(backend)
         _choose_encryption(state, ws, backend)
         _require_key(state, fleet.desired, backend, create=create_key)
+        if create_key:  # a plan saved to a file: its fingerprints no weaker than the state's
+            check_not_weaker(state, backend)
     desired, scope = scoped(ws, fleet, state)
     return desired, state, scope
 
@@ -330,21 +335,26 @@ async def run_apply(
         ws = _reading_as_planned(ws, saved.plan)
     stop = stop if stop is not None else Stop()
     with contextlib.ExitStack() as held_for_the_run:
+        took_over = None
         if held is not None:
             backend = held
         else:
             backend = held_for_the_run.enter_context(open_backend(ws.state_path))
-            held_for_the_run.enter_context(
+            lock = held_for_the_run.enter_context(
                 StateLock(backend, timeout=ws.lock_timeout, command="apply")
             )
+            took_over = lock.took_over
         stored = read_state(backend)
         state = stored.state
+        if took_over is not None:  # a killed run's lock: shown with the plan's warnings
+            state.warnings.append(took_over)
         _choose_encryption(state, ws, backend)
         if saved is not None and saved.encrypted and state.lineage is None:
             _choose_encryption(state, replace(ws, state_encryption="passphrase"), backend)
         if fleet is not None:
             _require_key(state, fleet.desired, backend, create=False)
             _protect(state, ws, fleet.desired)  # every chatbot's secrets, in scope or not
+        check_not_weaker(state, backend)  # before anything is read or sent
         desired, scope = scoped(ws, fleet, state) if fleet is not None else (None, None)
         bots = list(desired.bots) if desired is not None else _bots_of(saved)
         # A saved plan's secrets first: the reads must be traced (--debug) with them masked.

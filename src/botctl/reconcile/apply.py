@@ -135,22 +135,47 @@ async def apply_plan(
     groups = [list(ops) for _, ops in groupby(plan.operations, key=lambda op: op.bot.chatbot_id)]
     stop = stop if stop is not None else Stop()
 
+    # One chatbot's work raised (``on_result`` could not record: the state lost its
+    # compare-and-swap, the agent its lease): the apply ends there, and with it every other
+    # chatbot's: none starts an operation from then on, none is left sending on its own.
+    halted: list[BaseException] = []
+
     async def run_bot(ops: Sequence[Operation]) -> list[OpResult]:
         async with gate:
-            return await _apply_bot(ops, clients[ops[0].bot.api_key_env], on_result, stop)
+            if halted:
+                return []
+            try:
+                client = clients[ops[0].bot.api_key_env]
+                return await _apply_bot(ops, client, on_result, stop, halted)
+            except BaseException as exc:
+                halted.append(exc)
+                raise
 
-    per_bot = await asyncio.gather(*(run_bot(ops) for ops in groups))
+    tasks = [asyncio.ensure_future(run_bot(ops)) for ops in groups]
+    try:
+        per_bot = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     order = {id(op): i for i, op in enumerate(plan.operations)}
     results = sorted((r for rs in per_bot for r in rs), key=lambda r: order[id(r.operation)])
     return ApplyReport(tuple(results))
 
 
 async def _apply_bot(
-    ops: Sequence[Operation], client: Writer, on_result: Callable[[OpResult], None], stop: Stop
+    ops: Sequence[Operation],
+    client: Writer,
+    on_result: Callable[[OpResult], None],
+    stop: Stop,
+    halted: Sequence[BaseException],
 ) -> list[OpResult]:
     results: list[OpResult] = []
     failed: OpResult | None = None
     for op in ops:
+        if halted:
+            break
         if failed is not None:
             result = OpResult(op, "not_attempted", f"after {failed.operation.label} failed")
         elif stop.requested:

@@ -52,6 +52,7 @@ from botctl.defaults import (
 )
 from botctl.errors import ReadsUnavailable
 from botctl.service.inflate import ACCEPT_ENCODING
+from botctl.service.options import Fence
 from botctl.service.pacing import OnWait, Pacer, RequestStats
 from botctl.service.redact import NOTHING_SECRET, Redactor, check_api_key
 from botctl.service.reply import DeadlineExceeded, InFlight, Reply, receive
@@ -117,6 +118,8 @@ class ServiceClient:
     of each wait for a turn. ``trace`` receives one line per request and per response.
     ``redactor`` masks, besides this client's key, what the run must never show (the
     configuration's ``${secret:...}`` values) in every text this client produces.
+    ``fence`` (the agent's lease) is asked immediately before every request and every retry
+    goes out: when it raises, nothing is sent and its error is the request's.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class ServiceClient:
         in_flight: InFlight | None = None,
         contact_reads: bool = True,
         on_wait: OnWait | None = None,
+        fence: Fence | None = None,
     ) -> None:
         check_api_key(key_name, api_key)
         self.base_url = base_url.rstrip("/")
@@ -154,6 +158,7 @@ class ServiceClient:
         self._api_key = api_key
         self._redact = redactor.with_key(api_key)
         self._trace = trace
+        self._fence = fence
         self._say = Translator(self.base_url, key_name, timeout, self._scrub, redactor.secrets)
         self._pacer = Pacer(rate_limit, retry.clock, retry.sleep, on_wait, key_name)
         self._http = httpx.AsyncClient(
@@ -400,6 +405,8 @@ class ServiceClient:
             self.stats.pace_wait += waited
             if self._pacer.limit_waited:
                 self.stats.limit_wait[self.key_name] = self._pacer.limit_waited
+            if self._fence is not None:
+                self._fence()  # after the wait for a turn, which may have been long
             sent_at = self.retry.clock()
             try:
                 reply = await self._attempt(call, attempt)
@@ -442,6 +449,8 @@ class ServiceClient:
         started = self.retry.clock()
         headers = {"Accept": call.accept} if call.accept else None
         request = self._http.build_request(call.method, url, json=call.body, headers=headers)
+        if self._fence is not None:
+            request.extensions["trace"] = self._fence_at_send
         deadline = asyncio.timeout(self.request_timeout)
         try:
             try:
@@ -466,6 +475,15 @@ class ServiceClient:
             body = self._say.trace_body(reply.maybe_json())
             self._emit(f"<- {reply.status_code} {call.method} {url} {elapsed:.0f}ms {of}{body}")
         return reply
+
+    async def _fence_at_send(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: the fence asked once more on the connection, after it was
+        opened (which may take a while) and before the first byte of the request is written,
+        the last moment at which a request can still be kept from the service. Raising here
+        closes the connection with nothing sent."""
+        if event.endswith(".send_request_headers.started"):
+            assert self._fence is not None
+            self._fence()
 
     async def _backoff(self, attempt: int, hinted: float | None) -> None:
         delay = self.retry.cap(hinted) if hinted else self.retry.backoff(attempt)

@@ -129,6 +129,7 @@ async def connect(
             trace=options.trace,
             key_name=env_name,
             on_wait=options.on_wait,
+            fence=options.fence,
         )
         for env_name, key in keys.items()
     }

@@ -17,6 +17,11 @@ from botctl.defaults import (
 from botctl.service.pacing import OnWait, RequestStats
 from botctl.service.redact import NOTHING_SECRET, Redactor
 
+# Asked right before every request goes out (and every retry): raises (a ``BotctlError``
+# saying why) when this process may no longer send anything. The agent hands its lease's
+# check (``store.lock.Lease.fence``); the service layer never knows what a lease is.
+Fence = Callable[[], None]
+
 
 @dataclass(frozen=True)
 class ServiceOptions:
@@ -42,3 +47,5 @@ class ServiceOptions:
     # What every message and trace masks besides the keys: the configuration's
     # ${secret:...} values (built by the flow once it has loaded them).
     redactor: Redactor = NOTHING_SECRET
+    # The agent's lease, checked immediately before each request is sent (``Fence``).
+    fence: Fence | None = None

@@ -31,6 +31,7 @@ from botctl.store import crypt
 from botctl.store.backend import LostCompareAndSwap, StateBackend, Version
 from botctl.store.backends import StateLocation, using_backend
 from botctl.store.keys import KeySource, find_key, give_key
+from botctl.store.protection import check_not_weaker, kept_encrypted, remember
 from botctl.store.stateformat import (
     BOT_DEPTH,
     FORMAT_VERSION,
@@ -90,8 +91,12 @@ def read_state(
         if snapshot.text is None:
             state = State()
             give_key(state, source)
+            # A state kept encrypted, gone now (deleted?), is made again encrypted.
+            state.encrypted = kept_encrypted(state, backend)
             return StoredState(state, snapshot.version)
         state = state_from_text(snapshot.text, backend.where, source, check_key=check_key)
+        if check_key:
+            remember(state, backend)
         return StoredState(state, snapshot.version)
 
 
@@ -180,6 +185,7 @@ def save_state(
             if not _same_history(state, stored.state):
                 raise LostCompareAndSwap(backend.where)
             version = stored.version
+        check_not_weaker(state, backend)
         prepare_write(state, backend)
         before = (state.lineage, state.serial)
         next_version(state)
@@ -189,6 +195,7 @@ def save_state(
             state.lineage, state.serial = before  # not written: still the stored one
             raise
         state.outdated = False
+        remember(state, backend)
         return written
 
 
@@ -219,6 +226,7 @@ class StateWriter:
         self._stack = contextlib.ExitStack()
         self.backend = self._stack.enter_context(using_backend(where))
         try:
+            check_not_weaker(state, self.backend)  # before anything is sent
             prepare_write(state, self.backend)
         except BaseException:
             self._stack.close()

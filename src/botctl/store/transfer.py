@@ -14,6 +14,7 @@ from botctl.store.backends import StateLocation, open_backend, using_backend
 from botctl.store.crypt import Encryption
 from botctl.store.keys import FOR_ENCRYPTION, StateKeyError, ensure_key, find_key, write_key_file
 from botctl.store.lock import StateLock
+from botctl.store.protection import check_not_weaker, remember
 from botctl.store.state import prepare_write, read_state, state_text, stored_text
 
 
@@ -76,10 +77,13 @@ def replace_state(
     force: bool,
     lock_timeout: float,
     command: str,
+    downgrade: bool = False,
 ) -> Replaced:
     """Store ``incoming`` in ``target`` under its lock, as a compare-and-swap against what
     the target held. Refused, unless ``force``, when the target holds another lineage, a
-    newer serial, or the same serial with other content."""
+    newer serial, or the same serial with other content; refused, unless ``downgrade``
+    (``--state-encryption none``), when it is weaker than the state kept there was
+    (``store.protection``)."""
     if incoming.lineage is None:
         raise StateError("the state to store has no lineage: it is not a written botctl state")
     with StateLock(target, timeout=lock_timeout, command=command):
@@ -96,6 +100,7 @@ def replace_state(
                 incoming.salt, current.salt = incoming.salt or shared, current.salt or shared
             prepare_write(current, target)
         _carry_key(incoming, target)
+        check_not_weaker(incoming, target, downgrade=downgrade)
         prepare_write(incoming, target)
         if current.lineage is not None:
             _check_replace(incoming, current, target.where, force)
@@ -104,6 +109,7 @@ def replace_state(
             if current.lineage == incoming.lineage and incoming.serial <= current.serial:
                 incoming.serial = current.serial + 1  # --force: the serial still moves on
         target.write(stored_text(incoming), stored.version, f"botctl {command}: state replaced")
+        remember(incoming, target, downgrade=downgrade)
         return Replaced(target.where, True, incoming.lineage, incoming.serial, replaced)
 
 
@@ -182,18 +188,28 @@ def migrate_state(
                 return Replaced(src.where, False, state.lineage, state.serial, None)
             if wanted != state.encrypted:
                 state.encrypted, state.cipher = wanted, None
+            downgrade = encryption == "none"
             if target is None:
-                return _rewrite_in_place(state, src, stored.version)
+                return _rewrite_in_place(state, src, stored.version, downgrade)
             return replace_state(
-                state, dst, force=force, lock_timeout=lock_timeout, command="state migrate"
+                state,
+                dst,
+                force=force,
+                lock_timeout=lock_timeout,
+                command="state migrate",
+                downgrade=downgrade,
             )
 
 
-def _rewrite_in_place(state: State, backend: StateBackend, version: str | None) -> Replaced:
+def _rewrite_in_place(
+    state: State, backend: StateBackend, version: str | None, downgrade: bool
+) -> Replaced:
     """The state written again where it is, now encrypted or now clear (only reached when
     that changes, so the text always differs), serial unchanged."""
     assert state.lineage is not None
+    check_not_weaker(state, backend, downgrade=downgrade)
     prepare_write(state, backend)
     text = stored_text(state)
     backend.write(text, version, "botctl state migrate: encryption changed")
+    remember(state, backend, downgrade=downgrade)
     return Replaced(backend.where, True, state.lineage, state.serial, None)
