@@ -28,3 +28,13 @@ DEFAULT_ACCEPT_FOR = "7d"  # how long `drift --accept` acknowledges (a duration:
 DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight
 STATE_KEY_ENV = "BOTCTL_STATE_KEY"  # the state key: fingerprints and state encryption
 OLD_STATE_KEY_ENV = "BOTCTL_OLD_STATE_KEY"  # `state rekey`: the key the state was made under
+# Seconds one git process may run (the state's git backend, --changed-since); the agent's
+# source has its own --fetch-timeout.
+DEFAULT_GIT_TIMEOUT = 60.0
+GIT_TIMEOUT_ENV = "BOTCTL_GIT_TIMEOUT"
+DEFAULT_FETCH_TIMEOUT = 60.0  # botctl agent --fetch-timeout
+# What one revision of the agent's source may hold (its YAML files): more is an invalid
+# revision. A file's limit is the loader's (config.yamlnodes.MAX_FILE_BYTES).
+REVISION_MAX_FILES = 20_000
+REVISION_MAX_FILE_BYTES = 10 * 2**20
+REVISION_MAX_BYTES = 256 * 2**20

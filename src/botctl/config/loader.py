@@ -29,6 +29,7 @@ from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocum
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
+from botctl.trust import exposure_of
 from botctl.values import MIN_MASKED_LENGTH, mask_secrets_in_text
 
 SUFFIXES = (".yaml", ".yml")
@@ -191,6 +192,19 @@ def _parse_new(file: str, data: bytes, problems: list[Problem]) -> list[LocatedD
     return documents
 
 
+def _check_key_variable(
+    doc: LocatedDocument, data: dict[str, object], environ: Mapping[str, str], found: Findings
+) -> None:
+    """A chatbot's ``apiKeyEnv`` names a variable the operator exposes (``botctl.trust``):
+    a commit cannot have botctl send another secret as a bearer key."""
+    spec = data.get("spec")
+    name = spec.get("apiKeyEnv") if isinstance(spec, dict) else None
+    if isinstance(name, str):
+        refusal = exposure_of(environ).refusal(name, "key")
+        if refusal is not None:
+            found.add_early(doc.problem(("spec", "apiKeyEnv"), refusal))
+
+
 def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -> Source | None:
     if not isinstance(doc.value, dict):
         found.error(
@@ -216,6 +230,7 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
         on_secret=secret_at,
     )
     source = Source(doc, data, frozenset(interpolate.secrets), frozenset(interpolate.texts))
+    _check_key_variable(doc, data, environ, found)
     source.disabled = disabled_codes(source, found)
     for variable, path in short.items():
         found.warn(
