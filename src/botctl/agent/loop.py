@@ -99,12 +99,14 @@ class Agent:
 
     def request_stop(self, signum: int) -> None:
         """A signal: an apply in flight drains (``Stop``: a second signal abandons it); any
-        other work is cancelled, having written nothing."""
+        other work is cancelled, having written nothing (a fetch's git process group
+        killed)."""
         first = self.stopping is None
         if first:
             self.stopping = signum
             self.status.role = "stopping"
             self.log.info("stop", f"signal {signum}: stopping")
+            self.source.cancel()
         if self._apply_stop is not None and self._apply_stop.armed:
             self._apply_stop.request(signum)
         elif self._cycle is not None and not self._cycle.done():

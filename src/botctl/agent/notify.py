@@ -4,7 +4,11 @@
 Sending never blocks the loop: each URL has a bounded queue and a worker of its own (a slow
 receiver delays only its own notifications; when its queue is full, the oldest is dropped and
 counted). Each notification is tried up to ``attempts`` times with exponential backoff. Bodies
-pass through the ``Redactor``: no key or secret value is ever sent."""
+pass through the ``Redactor``: no key or secret value is ever sent. The ``text`` is escaped for
+the chat tools it targets (Slack's ``&``, ``<``, ``>``), whatever a revision or the service
+put in it: ``<!channel>`` or ``<https://evil|Click here>`` shows as written, pinging no one
+and linking nowhere. A URL is named in logs by its scheme and host only (a Slack webhook's
+path is its credential)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,12 @@ from botctl.agent.status import Metrics, now_iso
 EVENTS = ("failed", "drift", "healed", "recovered", "synced")
 DEFAULT_EVENTS = ("failed", "drift", "healed", "recovered")
 _QUEUE = 100
+
+
+def chat_text(text: str) -> str:
+    """``text`` as Slack (and the tools that read its format) shows it literally: its three
+    control characters escaped, so no mention, link or command can form inside."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class Notifier:
@@ -64,7 +74,7 @@ class Notifier:
         """Queue ``event`` for every URL, if it is one chosen; returns at once."""
         if event not in self.events or not self._queues:
             return
-        body = {"text": text, "event": {"type": event, "time": now_iso(), **details}}
+        body = {"text": chat_text(text), "event": {"type": event, "time": now_iso(), **details}}
         data = self.redact(json.dumps(body, default=str, ensure_ascii=False)).encode("utf-8")
         for queue in self._queues:
             if queue.full():

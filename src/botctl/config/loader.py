@@ -10,6 +10,7 @@ never configuration documents.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from botctl.config.interpolate import (
     interpolate_tree,
     may_hold_secret,
 )
-from botctl.config.project import PROJECT_FILE_NAMES
+from botctl.config.project import PROJECT_FILE_NAMES, repository_root
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
@@ -122,7 +123,7 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
             )
             if not matches:
                 problems.append(Problem(str(path), 1, 1, "no *.yaml or *.yml files in directory"))
-            found += matches
+            found += _inside(path, matches, problems)
         elif path.is_file() and path.name in PROJECT_FILE_NAMES:
             problems.append(
                 Problem(
@@ -141,6 +142,28 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
         else:
             problems.append(Problem(str(path), 1, 1, "no such file or directory"))
     return list(dict.fromkeys(found))
+
+
+def _inside(directory: Path, files: list[Path], problems: list[Problem]) -> list[Path]:
+    """The ``files`` found in ``directory`` that are inside its repository once symbolic
+    links are followed; each other one is a problem, never read (a committed link to
+    ``/etc/passwd`` or another team's files)."""
+    boundary = repository_root(directory)
+    real = os.path.realpath(boundary).rstrip(os.sep) + os.sep
+    kept = []
+    for file in files:
+        if os.path.realpath(file).startswith(real):
+            kept.append(file)
+        else:
+            problems.append(
+                Problem(
+                    str(file),
+                    1,
+                    1,
+                    f"a symbolic link leading out of the repository ({boundary}): not read",
+                )
+            )
+    return kept
 
 
 def _read(file: Path, problems: list[Problem]) -> bytes | None:
