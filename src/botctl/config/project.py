@@ -168,6 +168,7 @@ def load_project(
     revision, whose reader keeps its paths inside); raises ConfigError with every problem,
     located. ``paths`` must stay inside ``boundary`` (default: the repository holding the
     file)."""
+    contained = boundary is not None or text is None  # a revision's reader checks its own
     if text is None:
         try:
             text = file.read_text(encoding="utf-8")
@@ -193,7 +194,7 @@ def load_project(
         settings = ProjectFile.model_validate(data)
     except ValidationError as exc:
         problems += located_errors(doc, (), ProjectFile, exc)
-    if settings is not None and (boundary is not None or text is None):
+    if settings is not None and contained:
         inside = boundary if boundary is not None else repository_root(file.parent)
         for i, relative in enumerate(settings.paths):
             why = _leaves(file.parent, relative, inside)
