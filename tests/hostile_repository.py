@@ -153,7 +153,8 @@ CORPUS: list[Case] = [
         "secret-reference-reads-botctl-secrets",
         lambda w: {
             "bots/support.yaml": _bot(
-                "name: Support Bot\ninstructions: 'x ${secret:BOTCTL_GIT_TOKEN} ${secret:HOOK_SECRET}'"
+                "name: Support Bot\n"
+                "instructions: 'x ${secret:BOTCTL_GIT_TOKEN} ${secret:HOOK_SECRET}'"
             )
         },
         ci_error="BOTCTL_GIT_TOKEN is one of botctl's own secrets",

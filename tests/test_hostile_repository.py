@@ -198,7 +198,8 @@ def test_in_ci_a_url_only_the_repository_names_is_refused_with_how_to_pin_it(
     assert run.code == 1, text
     assert "is named only by the repository's botctl.yaml; in CI (CI=true)" in text, text
     assert "botctl.yaml:4:" in text  # located at the field
-    assert "set BOTCTL_" in text and "input" in text  # how to pin it
+    assert "set BOTCTL_" in text  # how to pin it
+    assert "input" in text
     assert not world.marker.exists(), "a command ran"
     assert attacker.connections == [], "a connection reached the attacker"
     assert secrets_in(text) == []
@@ -282,7 +283,8 @@ def _meets(
     )
     error = doc["invalidRevision"]["error"]
     assert case.agent_error in error, (case.name, error)
-    assert doc["revision"] == good and doc["appliedRevision"] == good, case.name
+    assert doc["revision"] == good, case.name
+    assert doc["appliedRevision"] == good, case.name
     # The last good revision stays in force: a dashboard edit is found and healed.
     bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
     agent.wait_for(
@@ -295,7 +297,8 @@ def _meets(
     )
     failed = receiver.wait_for("failed", lambda b: b["event"].get("revision") == pushed)
     text = next(b["text"] for b in failed if b["event"].get("revision") == pushed)
-    assert "<!" not in text and "<http" not in text, text  # no mention, no link
+    assert "<!" not in text, text  # no mention
+    assert "<http" not in text, text  # no link
     return good
 
 
