@@ -88,6 +88,7 @@ class Case:
     agent_error: str | None
     notes: str = ""
     extra: dict[str, str] = field(default_factory=dict)  # the operator's environment, added
+    notified: str = ""  # what the agent's failed notification's text shows (escaped)
 
 
 def _bot(settings: str = GOOD_SETTINGS, extra: str = "") -> str:
@@ -229,6 +230,7 @@ CORPUS: list[Case] = [
         ci_error="model",
         agent_error="model",
         notes="attack 8: the failed notification must ping no one and link nowhere",
+        notified="&lt;!channel&gt; &lt;https://evil.example/login|Click here&gt;",
     ),
     Case(
         "bidirectional-controls-in-a-value",

@@ -297,6 +297,7 @@ def _meets(
     )
     failed = receiver.wait_for("failed", lambda b: b["event"].get("revision") == pushed)
     text = next(b["text"] for b in failed if b["event"].get("revision") == pushed)
+    assert case.notified in text, text
     assert "<!" not in text, text  # no mention
     assert "<http" not in text, text  # no link
     return good
