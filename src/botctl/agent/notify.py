@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from botctl.agent.log import Log, Redactor
 from botctl.agent.status import Metrics, now_iso
+from botctl.values import url_origin
 
 EVENTS = ("failed", "drift", "healed", "recovered", "synced")
 DEFAULT_EVENTS = ("failed", "drift", "healed", "recovered")
@@ -46,7 +46,6 @@ class Notifier:
         attempts: int = 5,
         base_delay: float = 1.0,
         timeout: float = 10.0,
-        describe: Callable[[str], str] = lambda url: url,
     ) -> None:
         self.urls = urls
         self.events = events
@@ -56,7 +55,6 @@ class Notifier:
         self.attempts = attempts
         self.base_delay = base_delay
         self.timeout = timeout
-        self.describe = describe
         self._queues: list[asyncio.Queue[bytes]] = []
         self._workers: list[asyncio.Task[None]] = []
         self._client: httpx.AsyncClient | None = None
@@ -108,7 +106,8 @@ class Notifier:
             if attempt < self.attempts:
                 await asyncio.sleep(min(self.base_delay * 2 ** (attempt - 1), 60.0))
         self.metrics.notifications.labels(result="failed").inc()
-        self.log.warning("notify", f"notification to {self.describe(url)} not delivered: {problem}")
+        where = url_origin(url)  # never the path: a Slack webhook's path is its credential
+        self.log.warning("notify", f"notification to {where} not delivered: {problem}")
 
     async def close(self, timeout: float) -> None:
         """Give queued notifications up to ``timeout`` seconds, then stop."""

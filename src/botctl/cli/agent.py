@@ -312,7 +312,6 @@ def agent(o: AgentOptions) -> int:
     from botctl.store.backends import open_backend
     from botctl.store.lock import Lease
     from botctl.trust import ExposedEnviron, Exposure
-    from botctl.values import url_origin
 
     if o.self_heal and not o.auto_apply:
         raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
@@ -344,9 +343,7 @@ def agent(o: AgentOptions) -> int:
         acknowledged=o.acknowledged_file,
     )
     lease = Lease(state, duration=o.lease.total_seconds())
-    notifier = Notifier(
-        o.notify_urls, o.notify_on, redactor, log, status.metrics, describe=url_origin
-    )
+    notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
     make_workspace = _workspaces(o, environ, secrets)
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
     app = make_app(
