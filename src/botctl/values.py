@@ -180,7 +180,7 @@ _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 _CREDENTIAL_PARAMETER = re.compile(
     r"(?P<name>[?&;][A-Za-z0-9_.\-]*?"
     r"(?:token|key|secret|passw|pwd|sig|auth|credential|session|code)[A-Za-z0-9_.\-]*=)"
-    r"[^&#\s\"'<>]*",
+    r"[^&#;\s\"'<>]*",
     re.IGNORECASE,
 )
 
