@@ -24,6 +24,7 @@ operator gave (``cli.options``).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -103,9 +104,7 @@ class Exposure:
     @classmethod
     def of(cls, environ: Mapping[str, str], never: Iterable[str] = ()) -> Exposure:
         """The operator's exposure, as ``environ`` sets it (``BOTCTL_ALLOW_ENV``)."""
-        text = environ.get(ALLOW_ENV)
-        allowed = None if text is None else tuple(w for w in re.split(r"[,\s]+", text) if w)
-        return cls(allowed, frozenset(OWN_SECRETS) | frozenset(never))
+        return _exposure(environ.get(ALLOW_ENV), frozenset(never))
 
     def refusal(self, name: str, use: Use) -> str | None:
         """Why a configuration may not read ``name`` as ``use`` (None: it may), in words
@@ -135,6 +134,13 @@ class Exposure:
         )
 
 
+@functools.lru_cache(maxsize=64)
+def _exposure(text: str | None, never: frozenset[str]) -> Exposure:
+    """One per list and set of secrets: every document of a run asks for it."""
+    allowed = None if text is None else tuple(w for w in re.split(r"[,\s]+", text) if w)
+    return Exposure(allowed, frozenset(OWN_SECRETS) | never)
+
+
 _AS_SECRET = "; if it holds a secret, write ${secret:%s}: masked in every output, never stored"
 
 
@@ -144,6 +150,7 @@ def _matches(name: str, word: str, use: Use) -> bool:
     return fnmatch.fnmatchcase(name, word)
 
 
+@functools.lru_cache(maxsize=4096)
 def _default_refusal(name: str, use: Use) -> str | None:
     """Why the default list does not expose ``name`` as ``use`` (None: it does)."""
     platform = next((p for p in PLATFORM_PATTERNS if fnmatch.fnmatchcase(name, p)), None)

@@ -154,10 +154,13 @@ def mask_quoted(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-# C0 and C1 controls, the Unicode line separators, and the bidirectional controls (embeddings,
-# overrides, isolates, marks): a U+202E in a value would show a line in reverse, so that a
-# FAIL reads as a PASS.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# What reorders or breaks a shown line beyond the C0 and C1 controls: the Unicode line
+# separators and the bidirectional controls (embeddings, overrides, isolates, marks): a U+202E
+# in a value would show a line in reverse, so that a FAIL reads as a PASS.
+_REORDERING = "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_REORDERING}]")
+# What JSON leaves unescaped (it escapes C0 itself) but a terminal would act on.
+_JSON_CONTROLS = re.compile(f"[\x7f-\x9f{_REORDERING}]")
 
 
 def controls_shown(text: str) -> str:
@@ -165,6 +168,12 @@ def controls_shown(text: str) -> str:
     as ``\\xNN`` (``\\u202e`` beyond one byte): text that cannot move a terminal's cursor,
     start a line of its own or reorder what is shown around it."""
     return _CONTROLS.sub(_escaped, text)
+
+
+def json_controls_escaped(document: str) -> str:
+    """A JSON document with the controls JSON leaves as they are written as JSON escapes: the
+    same document to a reader, inert text to a terminal."""
+    return _JSON_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 def _escaped(match: re.Match[str]) -> str:

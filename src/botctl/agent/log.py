@@ -4,17 +4,18 @@ through the ``Redactor`` (API keys, ``${secret:}`` values, tokens never appear).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from botctl.agent.status import now_iso
-from botctl.values import controls_shown, mask_secrets_in_text, mask_url_credentials
+from botctl.values import (
+    controls_shown,
+    json_controls_escaped,
+    mask_secrets_in_text,
+    mask_url_credentials,
+)
 
 LogFormat = Literal["text", "json"]
-# What JSON leaves unescaped but a terminal would act on: C1 controls, line separators,
-# bidirectional controls (a U+202E shows the rest of a line reversed).
-_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 class Redactor:
@@ -55,9 +56,7 @@ class Log:
                 default=str,
                 ensure_ascii=False,
             )
-            # JSON escapes the C0 controls itself; the others it leaves as they are, so they
-            # are written as JSON escapes too (a reader decodes them; a terminal shows text).
-            line = _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+            line = json_controls_escaped(line)
         else:
             extra = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
             line = f"{now_iso()} {level:<5} {event}: {message}" + (f" ({extra})" if extra else "")
