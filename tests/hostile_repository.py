@@ -243,10 +243,14 @@ CORPUS: list[Case] = [
 
 
 class Attacker:
-    """A loopback TCP server recording every connection it accepts, and what came first."""
+    """A loopback TCP server recording every connection it accepts, and what came first;
+    ``hold``: it keeps each connection open and says nothing (a remote that accepts and
+    never answers)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold: bool = False) -> None:
+        self.hold = hold
         self.connections: list[bytes] = []
+        self._held: list[socket.socket] = []
         self._sock = socket.create_server(("127.0.0.1", 0))
         self._sock.settimeout(0.2)
         self._stop = threading.Event()
@@ -254,14 +258,22 @@ class Attacker:
         self._thread.start()
 
     @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def _serve(self) -> None:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
             except OSError:
+                continue
+            if self.hold:
+                self.connections.append(b"")
+                self._held.append(conn)
                 continue
             with conn:
                 conn.settimeout(1)
@@ -273,6 +285,8 @@ class Attacker:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(5)
+        for conn in self._held:
+            conn.close()
         self._sock.close()
 
 

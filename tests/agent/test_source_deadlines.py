@@ -6,8 +6,6 @@ process outlives it."""
 from __future__ import annotations
 
 import signal
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,40 +15,23 @@ import pytest
 from tests import launch
 from tests.agent.support import AgentProcess
 from tests.e2e_support import Bench
+from tests.hostile_repository import Attacker
 
 
-class HungRemote:
-    """A loopback TCP server that accepts every connection and never says a word (an https
-    remote stuck before its TLS handshake, a smart-HTTP endpoint that never replies)."""
+class HungRemote(Attacker):
+    """An https git remote that accepts and never says a word (stuck before its TLS
+    handshake, as a smart-HTTP endpoint that never replies)."""
 
     def __init__(self) -> None:
-        self.accepted = 0
-        self._held: list[socket.socket] = []
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self._sock.settimeout(0.2)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__(hold=True)
+
+    @property
+    def accepted(self) -> int:
+        return len(self.connections)
 
     @property
     def source(self) -> str:
-        return f"git+https://127.0.0.1:{self._sock.getsockname()[1]}/acme/bots.git#main:bots"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            self._held.append(conn)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for conn in self._held:
-            conn.close()
-        self._sock.close()
+        return f"git+https://127.0.0.1:{self.port}/acme/bots.git#main:bots"
 
 
 @pytest.fixture
