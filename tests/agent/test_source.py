@@ -208,7 +208,8 @@ def test_only_yaml_is_unpacked_and_memory_stays_bounded_whatever_the_commit_hold
     tmp_path: Path,
 ) -> None:
     """A 64 MiB file of zeros beside the YAML (it packs to a few KiB): never read whole, never
-    written to the cache; measured in a process of its own."""
+    written to the cache; measured in a process of its own (its own peak, VmHWM: ru_maxrss
+    would count the test process it was forked from)."""
     remote = GitRemote(tmp_path / "git")
     remote.push({"bots/a.yaml": "a: 1\n"}, "yaml")
     with (remote.clone / "bots" / "zeros.bin").open("wb") as out:
@@ -216,12 +217,13 @@ def test_only_yaml_is_unpacked_and_memory_stays_bounded_whatever_the_commit_hold
             out.write(bytes(1 << 20))
     commit = remote.push({}, "zeros")
     script = (
-        "import resource, sys\n"
+        "import sys\n"
         "from pathlib import Path\n"
         "from botctl.agent.source import GitSource\n"
         f"r = GitSource({remote.source('bots')!r}, Path({str(tmp_path / 'cache')!r})).fetch()\n"
         "names = sorted(p.name for p in r.directory.iterdir())\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        "status = Path('/proc/self/status').read_text().splitlines()\n"
+        "peak = next(int(l.split()[1]) for l in status if l.startswith('VmHWM:')) // 1024\n"
         "print(json.dumps([r.id, names, peak]))\n"
     )
     done = subprocess.run(

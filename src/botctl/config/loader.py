@@ -23,7 +23,7 @@ from botctl.config.interpolate import (
     interpolate_tree,
     may_hold_secret,
 )
-from botctl.config.project import PROJECT_FILE_NAMES, repository_root
+from botctl.config.project import PROJECT_FILE_NAMES, repository_root, within
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
@@ -149,10 +149,10 @@ def _inside(directory: Path, files: list[Path], problems: list[Problem]) -> list
     links are followed; each other one is a problem, never read (a committed link to
     ``/etc/passwd`` or another team's files)."""
     boundary = repository_root(directory)
-    real = os.path.realpath(boundary).rstrip(os.sep) + os.sep
+    real = os.path.realpath(boundary)
     kept = []
     for file in files:
-        if os.path.realpath(file).startswith(real):
+        if within(os.path.realpath(file), real):
             kept.append(file)
         else:
             problems.append(

@@ -213,15 +213,15 @@ def load_project(
 
 def _leaves(base: Path, relative: str, boundary: Path) -> str | None:
     """Why the path ``relative`` (to ``base``) is not inside ``boundary``, or None."""
-    if PurePath(relative).is_absolute() or relative.startswith("~"):
+    if PurePath(relative).is_absolute():
         return (
             f"{relative!r} is absolute: paths are relative to the project file and stay inside "
             f"the repository ({boundary})"
         )
     written = os.path.normpath(os.path.join(os.path.abspath(base), relative))
-    if not _within(written, os.path.abspath(boundary)):
+    if not within(written, os.path.abspath(boundary)):
         return f"{relative!r} leaves the repository ({boundary}): paths stay inside it"
-    if not _within(os.path.realpath(written), os.path.realpath(boundary)):
+    if not within(os.path.realpath(written), os.path.realpath(boundary)):
         return (
             f"{relative!r} leads out of the repository ({boundary}) through a symbolic link: "
             "paths stay inside it"
@@ -229,7 +229,8 @@ def _leaves(base: Path, relative: str, boundary: Path) -> str | None:
     return None
 
 
-def _within(path: str, directory: str) -> bool:
+def within(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or below it (both absolute, as given)."""
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
