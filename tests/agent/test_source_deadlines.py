@@ -144,3 +144,28 @@ def test_a_state_on_a_hung_git_remote_fails_at_its_deadline(
     done = launch.run("state", "show", "--state", state, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "git ls-remote did not finish within 2 s and was stopped" in done.stderr
+
+
+def test_whatever_hangs_the_agent_is_gone_after_the_drain_timeout_and_the_grace(
+    bench: Bench, remote: HungRemote, tmp_path: Path
+) -> None:
+    """The state itself on a hung remote, under a long git deadline: the lease cannot be
+    taken nor released. The last resort ends the process anyway, its git groups killed."""
+    state = remote.source.replace("#main:bots", "#botctl-state:state.json")
+    (tmp_path / "bots").mkdir()
+    env = {
+        "BOTCTL_API_URL": bench.api_url,
+        "BOTCTL_API_KEY": "test-key",
+        "BOTCTL_GIT_TIMEOUT": "600",
+    }
+    argv = [str(tmp_path / "bots"), "--state", state, "--drain-timeout", "1"]
+    agent = AgentProcess([*argv, "--cache-dir", str(tmp_path / "cache")], env, tmp_path)
+    wait_until(lambda: bool(gits(agent)), 30, "git asking the state's remote")
+    running = gits(agent)
+    started = time.monotonic()
+    code = agent.stop(signal.SIGTERM, timeout=60)
+    took = time.monotonic() - started
+    assert code == 1, agent.log_text()
+    assert 1 + 10 <= took < 1 + 10 + 20, took
+    assert "still running 11 s after the signal: exiting" in agent.log_text()
+    wait_until(lambda: not any(alive(p) for p in running), 10, f"{running} to be gone")
