@@ -130,7 +130,7 @@ def project(bench: Bench, extra: str) -> None:
     )
 
 
-def plan(bench: Bench, env: dict[str, str]) -> tuple[int, str]:
+def plan(bench: Bench, env: dict[str, str], *args: str) -> tuple[int, str]:
     import os
 
     from click.testing import CliRunner
@@ -141,7 +141,10 @@ def plan(bench: Bench, env: dict[str, str]) -> tuple[int, str]:
     os.chdir(bench.workdir)
     try:
         result = CliRunner().invoke(
-            cli, ["plan"], env={"BOTCTL_API_KEY": "test-key", **env}, catch_exceptions=False
+            cli,
+            ["plan", *args],
+            env={"BOTCTL_API_KEY": "test-key", **env},
+            catch_exceptions=False,
         )
     finally:
         os.chdir(cwd)
@@ -185,3 +188,20 @@ def test_in_ci_a_state_path_botctl_yaml_names_stays_inside_the_repository(bench:
     code, output = plan(bench, {"GITLAB_CI": "true", "BOTCTL_API_URL": bench.api_url})
     assert code == 1
     assert "state 's3://bucket/state.json' is named only by the repository's botctl.yaml" in output
+
+
+def test_in_ci_a_project_file_the_operator_gives_from_outside_the_checkout_is_the_operators(
+    bench: Bench, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("operator") / "botctl.yaml"
+    outside.write_text(
+        f"apiVersion: botctl/v1\nkind: Project\npaths: [{bench.config_dir}]\n"
+        f"apiUrl: {bench.api_url}\n"
+    )
+    code, output = plan(bench, {"CI": "true", "BOTCTL_API_URL": ""}, "--config", str(outside))
+    assert code == 0, output
+    inside = bench.workdir / "ops.yaml"  # inside the checkout: the repository's, refused
+    inside.write_text(outside.read_text())
+    code, output = plan(bench, {"CI": "true", "BOTCTL_API_URL": ""}, "--config", str(inside))
+    assert code == 1
+    assert "is named only by the repository's botctl.yaml" in output

@@ -285,8 +285,10 @@ def agent(o: AgentOptions) -> int:
 
     SOURCE is a directory, or a branch of a git repository: git+<url>#<branch>:<path>
     (fetched shallow into --cache-dir; https credentials from git's own helpers or
-    BOTCTL_GIT_TOKEN). Its botctl.yaml, at the path's root, is honoured as by every command;
-    the state is --state (or BOTCTL_STATE, default .botctl/state.json) whatever it says.
+    BOTCTL_GIT_TOKEN). Its botctl.yaml, at the path's root, is honoured as by every command,
+    but the API URL and the state are the operator's, fixed: --api-url (BOTCTL_API_URL) and
+    --state (BOTCTL_STATE, default .botctl/state.json); a revision naming others is invalid.
+    A revision reads only the variables BOTCTL_ALLOW_ENV exposes (README, Trust).
 
     Every --interval and at once on a signed webhook: fetch; validate a new revision (one
     that fails is reported, located, and not applied: the last good one stays); drift;

@@ -107,12 +107,15 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
         if value is not None and not value.is_file():
             raise BotctlError(f"--config {value}: no such file")
         file = value or find_project(Path.cwd())
-        found = load_project(file, os.environ) if file is not None else None
+        # A project file given from outside the checkout is the operator's: its paths are.
+        boundary = Path(os.sep) if value is not None and _outside_checkout(value) else None
+        found = load_project(file, os.environ, boundary=boundary) if file is not None else None
     except BotctlError as exc:
         if not param.expose_value:  # nothing will ask for it later: now
             raise
         return FoundProject(error=exc)
     ctx.meta["botctl.project"] = found
+    ctx.meta["botctl.project_is_operators"] = boundary is not None
     if found is not None:
         given = {
             p.name: found.value(p.project_field)
@@ -128,15 +131,18 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
 
 def _operator_given(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """In CI, where an API key goes is the operator's to say (README, "Trust"): the API URL
-    and a state URL come from a flag or the environment (the job's settings), never from the
-    repository's botctl.yaml alone, and botctl.yaml may repeat them, not change them. A
-    state path botctl.yaml names stays inside the repository. Elsewhere: click's order."""
+    and a state URL come from a flag, the environment (the job's settings) or a project file
+    given with --config from outside the checkout, never from the repository's botctl.yaml
+    alone, and botctl.yaml may repeat them, not change them. A state path botctl.yaml names
+    stays inside the repository. Elsewhere: click's order."""
     from click.core import ParameterSource
 
     from botctl.trust import ci_detected
 
     ci = ci_detected(os.environ)
     if ci is None or value is None or not isinstance(param, ProjectOption):
+        return value
+    if ctx.meta.get("botctl.project_is_operators"):  # --config outside the checkout
         return value
     project = ctx.meta.get("botctl.project")
     field = param.project_field
@@ -164,6 +170,15 @@ def _operator_given(ctx: click.Context, param: click.Parameter, value: Any) -> A
             "make the two agree"
         )
     return value
+
+
+def _outside_checkout(file: Path) -> bool:
+    """Whether ``file`` (a project file given with --config) lies outside the repository the
+    run works in: then it is the operator's, not the repository's."""
+    from botctl.config.project import repository_root, within
+
+    top = os.path.realpath(repository_root(Path.cwd()))
+    return not within(os.path.realpath(file), top)
 
 
 def _is_url(text: str) -> bool:

@@ -213,13 +213,13 @@ def load_project(
 
 def _leaves(base: Path, relative: str, boundary: Path) -> str | None:
     """Why the path ``relative`` (to ``base``) is not inside ``boundary``, or None."""
-    if PurePath(relative).is_absolute():
-        return (
-            f"{relative!r} is absolute: paths are relative to the project file and stay inside "
-            f"the repository ({boundary})"
-        )
     written = os.path.normpath(os.path.join(os.path.abspath(base), relative))
     if not within(written, os.path.abspath(boundary)):
+        if PurePath(relative).is_absolute():
+            return (
+                f"{relative!r} is absolute, outside the repository ({boundary}): paths are "
+                "relative to the project file and stay inside it"
+            )
         return f"{relative!r} leaves the repository ({boundary}): paths stay inside it"
     if not within(os.path.realpath(written), os.path.realpath(boundary)):
         return (
