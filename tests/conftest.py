@@ -14,6 +14,7 @@ import pytest
 from botctl.defaults import RETRY_BASE_DELAY_ENV
 from botctl.sandbox.config import SandboxConfig
 from botctl.sandbox.server import RunningSandbox, run_in_thread
+from botctl.trust import ALLOW_ENV, CI_VARIABLES
 from tests.launch import TEST_RETRY_BASE_DELAY
 
 SandboxFactory = Callable[..., RunningSandbox]
@@ -57,8 +58,13 @@ def _test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     """botctl run in this process (CliRunner) retries as a child of ``tests.launch`` does:
     without costing real seconds (the backoff base near zero). What botctl remembers of the
     states it kept under a key (``store.protection``) goes to the session's own directory,
-    never the user's, and is inherited by every child."""
+    never the user's, and is inherited by every child. The suite runs as a person at a
+    terminal does, whether or not a CI runs it (``CI=true`` changes who may name the API
+    URL: README, Trust), and with the default exposure of variables; the tests of CI's rules
+    and of ``BOTCTL_ALLOW_ENV`` set them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(RETRY_BASE_DELAY_ENV, TEST_RETRY_BASE_DELAY)
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+        for name in ("CI", *CI_VARIABLES, ALLOW_ENV):
+            patch.delenv(name, raising=False)
         yield

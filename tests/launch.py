@@ -117,6 +117,7 @@ def run_measured(
     cwd: Path,
     timeout: float = 180.0,
     address_space: int | None = None,
+    module: str = "botctl",
 ) -> Run:
     """botctl run to the end with only PATH and ``env`` of this environment; its own peak RSS
     from ``wait4``. Output goes through files in ``cwd`` (a pipe could fill and block it)."""
@@ -126,6 +127,7 @@ def run_measured(
             *args,
             env=env,
             inherit_env=False,
+            module=module,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=stdout,

@@ -29,6 +29,7 @@ RANKS: list[set[str]] = [
     {"plan"},
     {"sandbox"},  # the service emulator: shares nothing with the client but the contract
     {"sealing"},  # secrets kept out of files: fingerprints, and a saved plan's secret pieces
+    {"gitexec", "trust"},  # git run one hardened way; what repository files may read
     {"contract", "errors", "values", "defaults", "lint", "language", "__init__"},
 ]
 RANK = {unit: i for i, units in enumerate(RANKS) for unit in units}

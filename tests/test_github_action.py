@@ -518,6 +518,11 @@ def test_command_lines_for_each_command(tmp_path: Path) -> None:
         "apply", "--auto-approve", "--plan", "plan.json"
     ]  # fmt: skip
     assert argv("drift")[-2:] == ["--comment-out", str(comment)]
+    # The api-url input is the operator's URL: a flag, which botctl.yaml may not change in CI.
+    url = "https://chat.example/api/v1"
+    for command, given in (("plan", True), ("validate", False)):
+        inputs = Inputs.from_environ({"INPUT_COMMAND": command, "INPUT_API_URL": f" {url} "})
+        assert (["--api-url", url] == botctl_argv(inputs, comment)[4:6]) is given
     junit = tmp_path / "j.xml"
     inputs = Inputs.from_environ(
         {"INPUT_COMMAND": "test", "INPUT_PATH": "bots/", "INPUT_ARGS": "--test 'refund-*'"}
@@ -568,7 +573,7 @@ def test_outputs_with_line_breaks_use_the_delimiter_form(tmp_path: Path) -> None
 
 
 def test_action_declares_what_the_issue_asks_for() -> None:
-    assert set(ACTION["inputs"]) == {"command", "path", "state", "args", "changed-since"}
+    assert set(ACTION["inputs"]) == {"command", "path", "state", "api-url", "args", "changed-since"}
     assert ACTION["inputs"]["changed-since"]["default"] == "auto"
     assert ACTION["inputs"]["command"]["required"] is True
     assert set(ACTION["outputs"]) == {"exitcode", "has-changes", "comment-file", "junit-file"}

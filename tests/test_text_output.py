@@ -21,11 +21,12 @@ from tests.github_runner import executed
 # in a multi-line text's context line), Azure's and the legacy runner prefixes.
 EVIL = (
     "Evil\x1b[2J\x1b]0;title\x07\x9b31m\n::set-output name=leak::1\r::add-mask::k"
-    "\u2028::error::x ##vso[task.setvariable variable=A]1 ##[debug]legacy"
+    "\u2028::error::x ##vso[task.setvariable variable=A]1 ##[debug]legacy \u202eLIAF\u2066x"
 )
 EVIL_LINES = "Hello\n::warning::from a context line\nBye\n"
-# Characters a terminal acts on: C0 but tab and newline, DEL, C1.
-CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters a terminal acts on: C0 but tab and newline, DEL, C1; and the bidirectional
+# controls, which reorder what is shown (a FAIL read as PASS).
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def assert_inert(output: str) -> None:
@@ -62,7 +63,11 @@ def test_plan_apply_and_drift_text_carry_nothing_a_terminal_or_runner_acts_on(
     plan = bench.run("plan", str(bench.config_dir))
     assert plan.exit_code == 0, plan.output
     assert "::set-output" in plan.stdout  # the text is there, shown, not obeyed
+    assert "\\u202eLIAF" in plan.stdout
     assert_inert(plan.output)
+    markdown = bench.run("plan", "--format", "markdown", str(bench.config_dir))
+    assert "\\u202eLIAF" in markdown.stdout
+    assert CONTROLS.search(markdown.stdout) is None, markdown.stdout
     drift = bench.run("drift", str(bench.config_dir))
     assert drift.exit_code == 2, drift.output
     assert "evil%3A:id" not in drift.stdout  # an id mid-line is no command: shown as is

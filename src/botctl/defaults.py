@@ -37,3 +37,13 @@ DEFAULT_PULL_SINCE = "7d"  # `conversations pull --since`
 DEFAULT_PULL_MAX = 20  # tests one pull writes per chatbot
 DEFAULT_PREVIEW_TTL = "1h"  # `preview acquire --ttl`: a pull request job's apply and tests
 DEFAULT_PREVIEW_POLL = 2.0  # seconds between tries of a `preview acquire --wait`
+# Seconds one git process may run (the state's git backend, --changed-since); the agent's
+# source has its own --fetch-timeout.
+DEFAULT_GIT_TIMEOUT = 60.0
+GIT_TIMEOUT_ENV = "BOTCTL_GIT_TIMEOUT"
+DEFAULT_FETCH_TIMEOUT = 60.0  # botctl agent --fetch-timeout
+# What one revision of the agent's source may hold (its YAML files): more is an invalid
+# revision. A file's limit is the loader's (config.yamlnodes.MAX_FILE_BYTES).
+REVISION_MAX_FILES = 20_000
+REVISION_MAX_FILE_BYTES = 10 * 2**20
+REVISION_MAX_BYTES = 256 * 2**20

@@ -2,7 +2,8 @@
 results to the workflow. ``python -m botctl.github_action``, inputs in the environment.
 
 action.yml passes the inputs as ``INPUT_COMMAND``, ``INPUT_PATH``, ``INPUT_STATE``,
-``INPUT_ARGS`` and ``INPUT_CHANGED_SINCE`` (never pasted into a shell line). A pull request's
+``INPUT_API_URL``, ``INPUT_ARGS`` and ``INPUT_CHANGED_SINCE`` (never pasted into a shell
+line). A pull request's
 plan is scoped to the merge base (``--changed-since``, see ``scope``) unless
 ``changed-since`` is ``full``. ``validate``, ``plan``, ``drift`` and ``test`` run with
 ``--format github``: problems annotated on the files (a failed conversation test on its
@@ -38,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from botctl import gitexec
 from botctl.annotations import annotation, parse_command, visible
 from botctl.errors import EXIT_CHANGES, EXIT_TEST_FAILED
 from botctl.render import COMMENT_LIMIT
@@ -66,6 +68,7 @@ class Inputs:
     args: tuple[str, ...]
     # "auto" (a pull request's plan: scoped to the merge base), "full", or a git revision.
     changed_since: str = "auto"
+    api_url: str = ""  # the operator's service URL (--api-url); empty: $BOTCTL_API_URL
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Inputs:
@@ -93,7 +96,8 @@ class Inputs:
                 "'changed-since' (full: no scope)"
             )
         state = environ.get("INPUT_STATE", "").strip()
-        return cls(command, paths, state, args, changed_since)
+        api_url = environ.get("INPUT_API_URL", "").strip()
+        return cls(command, paths, state, args, changed_since, api_url)
 
     @property
     def junit(self) -> str | None:
@@ -128,6 +132,8 @@ def botctl_argv(
         argv += ["--changed-since", since]
     if inputs.state and inputs.command != "validate":
         argv += ["--state", inputs.state]
+    if inputs.api_url and inputs.command != "validate":
+        argv += ["--api-url", inputs.api_url]
     if inputs.command in GITHUB_FORMAT:
         argv += ["--format", "github"]
     if inputs.command in COMMENTED:
@@ -155,13 +161,13 @@ def scope(inputs: Inputs, environ: Mapping[str, str]) -> tuple[str | None, str |
     base = _pull_request_base(environ.get("GITHUB_EVENT_PATH", ""))
     if base is None:
         return None, "the pull request's base commit is not in the event: planned in full"
-    found = _git("merge-base", base, "HEAD")
+    found = _git("merge-base", "--end-of-options", base, "HEAD")
     if found is None:  # a shallow checkout: fetch the base, then its history as needed
-        _git("fetch", "--no-tags", "--quiet", "--depth=50", "origin", base)
-        found = _git("merge-base", base, "HEAD")
+        _git("fetch", "--no-tags", "--quiet", "--depth=50", "--end-of-options", "origin", base)
+        found = _git("merge-base", "--end-of-options", base, "HEAD")
     if found is None:
-        _git("fetch", "--no-tags", "--quiet", "--unshallow", "origin")
-        found = _git("merge-base", base, "HEAD")
+        _git("fetch", "--no-tags", "--quiet", "--unshallow", "--end-of-options", "origin")
+        found = _git("merge-base", "--end-of-options", base, "HEAD")
     if found is None:
         return None, (
             f"no merge base of the pull request's base {base[:12]} and the checkout (check out "
@@ -181,11 +187,13 @@ def _pull_request_base(event_path: str) -> str | None:
 
 
 def _git(*args: str) -> str | None:
+    runner = gitexec.Git(gitexec.environment(os.environ), gitexec.default_timeout())
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
-    except OSError:
+        done = runner.run(args)
+    except gitexec.GitError:
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    out = done.stdout.decode("utf-8", "replace").strip()
+    return out or None if done.returncode == 0 else None
 
 
 def run(

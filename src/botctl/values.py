@@ -154,10 +154,60 @@ def mask_quoted(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# What reorders or breaks a shown line beyond the C0 and C1 controls: the Unicode line
+# separators and the bidirectional controls (embeddings, overrides, isolates, marks): a U+202E
+# in a value would show a line in reverse, so that a FAIL reads as a PASS.
+_REORDERING = "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_REORDERING}]")
+# What JSON leaves unescaped (it escapes C0 itself) but a terminal would act on.
+_JSON_CONTROLS = re.compile(f"[\x7f-\x9f{_REORDERING}]")
 
 
 def controls_shown(text: str) -> str:
-    """Control characters (and the Unicode line separators) shown as ``\\xNN``: text that
-    cannot move a terminal's cursor or start a line of its own."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Control characters (the Unicode line separators and bidirectional controls too) shown
+    as ``\\xNN`` (``\\u202e`` beyond one byte): text that cannot move a terminal's cursor,
+    start a line of its own or reorder what is shown around it."""
+    return _CONTROLS.sub(_escaped, text)
+
+
+def json_controls_escaped(document: str) -> str:
+    """A JSON document with the controls JSON leaves as they are written as JSON escapes: the
+    same document to a reader, inert text to a terminal."""
+    return _JSON_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+# The user info of a URL: everything up to the last '@' of its authority (``u:p@ss@host``
+# holds the password ``p@ss``).
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+# A query parameter whose name says it holds a credential (access_token, api_key, sig,
+# X-Amz-Signature, password...).
+_CREDENTIAL_PARAMETER = re.compile(
+    r"(?P<name>[?&;][A-Za-z0-9_.\-]*?"
+    r"(?:token|key|secret|passw|pwd|sig|auth|credential|session|code)[A-Za-z0-9_.\-]*=)"
+    r"[^&#;\s\"'<>]*",
+    re.IGNORECASE,
+)
+
+
+def mask_url_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it masked: the user info
+    (``https://***@host``) and the value of each query parameter named like a credential
+    (``?access_token=***``)."""
+    if "://" not in text and "=" not in text:
+        return text
+    text = _USERINFO.sub(r"\g<scheme>***@", text)
+    return _CREDENTIAL_PARAMETER.sub(r"\g<name>***", text)
+
+
+def url_origin(url: str) -> str:
+    """A URL as ``scheme://host[:port]`` only: where a URL's path is the credential (a Slack
+    webhook's), the rest is never shown."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)", url.strip())
+    if match is None:
+        return "(a URL)"
+    return match.group(1) + match.group(2).rpartition("@")[2]

@@ -63,7 +63,8 @@ def test_a_dead_receiver_never_blocks_and_is_given_up_on() -> None:
     lines: list[str] = []
 
     async def run() -> tuple[Notifier, int]:
-        n = notifier(("http://127.0.0.1:9/nobody",), redact, lines)
+        # A Slack webhook's path is its credential: never shown.
+        n = notifier(("http://127.0.0.1:9/services/T0/B0/hook-credential-77",), redact, lines)
         n.start()
         for i in range(150):  # more than the queue holds
             n.notify("drift", f"drift {i}")
@@ -76,4 +77,25 @@ def test_a_dead_receiver_never_blocks_and_is_given_up_on() -> None:
     assert tried == 0
     assert counted(n, "dropped") == 50
     assert counted(n, "failed") >= 1
-    assert any("not delivered" in line for line in lines)
+    assert any("notification to http://127.0.0.1:9 not delivered" in line for line in lines)
+    assert not any("hook-credential-77" in line for line in lines)
+
+
+def test_chat_markup_from_a_revision_or_the_service_pings_no_one() -> None:
+    receiver = Receiver()
+    redact = Redactor({}, [], set())
+
+    async def run() -> None:
+        n = notifier((receiver.url,), redact, [])
+        n.start()
+        n.notify("failed", "model '<!channel> <https://evil.example/login|Click here>' & <@U1>")
+        await n.close(timeout=10)
+
+    try:
+        asyncio.run(run())
+    finally:
+        receiver.close()
+    (body,) = receiver.bodies
+    assert body["text"] == (
+        "model '&lt;!channel&gt; &lt;https://evil.example/login|Click here&gt;' &amp; &lt;@U1&gt;"
+    )

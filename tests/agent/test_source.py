@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from botctl.agent.log import Log, Redactor
-from botctl.agent.source import DirectorySource, GitSource, SourceError, open_source
+from botctl.agent.source import (
+    DirectorySource,
+    GitSource,
+    RevisionLimits,
+    SourceError,
+    open_source,
+)
 from tests.agent.support import GitRemote
 
 
@@ -137,3 +146,91 @@ def test_an_https_token_is_sent_as_a_header_and_never_shown(
     assert expected in seen
     assert token not in str(caught.value)
     assert expected.split()[1] not in str(caught.value)
+
+
+# --- #23: a revision is untrusted input ----------------------------------------------------
+
+
+def test_a_directory_revision_with_a_symlink_or_a_fifo_is_invalid_naming_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "a.yaml").write_text("a: 1\n")
+    source = open_source(str(tmp_path / "bots"), tmp_path / "cache")
+    assert source.fetch().problem is None
+    (tmp_path / "bots" / "passwd.yaml").symlink_to("/etc/passwd")
+    refused = source.fetch()
+    assert refused.problem is not None
+    assert "bots/passwd.yaml: a symbolic link" in refused.problem
+    assert not refused.directory.exists()  # nothing copied
+    (tmp_path / "bots" / "passwd.yaml").unlink()
+    os.mkfifo(tmp_path / "bots" / "pipe.yaml")  # never opened: a FIFO would block the read
+    fifo = source.fetch()
+    assert fifo.problem is not None
+    assert "pipe.yaml: not a regular file" in fifo.problem
+    (tmp_path / "bots" / "pipe.yaml").unlink()
+    (tmp_path / "bots" / "linked").symlink_to(tmp_path)
+    assert "linked: a symbolic link" in (source.fetch().problem or "")
+
+
+def test_a_git_revision_past_a_limit_is_invalid_naming_the_limit(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "git")
+    many = {f"bots/b{i}.yaml": f"n: {i}\n" for i in range(6)}
+    first = remote.push({**many, "bots/notes.bin": "x" * 5000}, "six files")
+    limits = RevisionLimits(files=5, file_bytes=64, total_bytes=100)
+    source = GitSource(remote.source("bots"), tmp_path / "cache", limits=limits)
+    refused = source.fetch()
+    assert refused.id == first
+    assert refused.problem == (
+        "more than 5 YAML files: over the limit of files in a revision (--max-revision-files)"
+    )
+    assert source.fetch() == refused  # refused once, not listed again
+    remote.push({f"bots/b{i}.yaml": None for i in range(2, 6)}, "two files")
+    assert source.fetch().problem is None  # the large file that is not YAML is not read
+    remote.push({"bots/big.yaml": "y" * 65}, "one large file")
+    problem = source.fetch().problem or ""
+    assert problem == "bots/big.yaml: 65 bytes, over the limit of 64 bytes per file"
+    remote.push({"bots/big.yaml": "y" * 60, "bots/c.yaml": "z" * 60}, "too much in all")
+    assert "over the limit of bytes in a revision (--max-revision-bytes)" in (
+        source.fetch().problem or ""
+    )
+
+
+def test_a_git_revision_without_the_sources_path_is_invalid(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "git")
+    remote.push({"other/a.yaml": "a: 1\n"}, "no bots")
+    source = GitSource(remote.source("bots"), tmp_path / "cache")
+    problem = source.fetch().problem or ""
+    assert problem.startswith("bots/: not in this revision")
+
+
+def test_only_yaml_is_unpacked_and_memory_stays_bounded_whatever_the_commit_holds(
+    tmp_path: Path,
+) -> None:
+    """A 64 MiB file of zeros beside the YAML (it packs to a few KiB): never read whole, never
+    written to the cache; measured in a process of its own (its own peak, VmHWM: ru_maxrss
+    would count the test process it was forked from)."""
+    remote = GitRemote(tmp_path / "git")
+    remote.push({"bots/a.yaml": "a: 1\n"}, "yaml")
+    with (remote.clone / "bots" / "zeros.bin").open("wb") as out:
+        for _ in range(64):
+            out.write(bytes(1 << 20))
+    commit = remote.push({}, "zeros")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from botctl.agent.source import GitSource\n"
+        f"r = GitSource({remote.source('bots')!r}, Path({str(tmp_path / 'cache')!r})).fetch()\n"
+        "names = sorted(p.name for p in r.directory.iterdir())\n"
+        "status = Path('/proc/self/status').read_text().splitlines()\n"
+        "peak = next(int(l.split()[1]) for l in status if l.startswith('VmHWM:')) // 1024\n"
+        "print(json.dumps([r.id, names, peak]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json\n" + script], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    revision, names, peak = json.loads(done.stdout)
+    assert revision == commit
+    assert names == ["a.yaml"]
+    assert peak < 100, peak  # MiB: the interpreter and botctl (about 55), not the file

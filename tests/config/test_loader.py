@@ -375,7 +375,8 @@ def test_interpolator_does_not_interpolate_twice() -> None:
 def test_interpolator_collects_secrets_with_their_variables(
     text: str, secrets: set[Secret]
 ) -> None:
-    interpolate = Interpolator({"TOKEN": "t0k", "EMPTY": ""})
+    # The operator exposes TOKEN as plain text too (the default keeps such names to secrets).
+    interpolate = Interpolator({"TOKEN": "t0k", "EMPTY": "", "BOTCTL_ALLOW_ENV": "default,TOKEN"})
     interpolate(text)
     assert interpolate.secrets == secrets
     assert set(interpolate.last_secrets) == secrets
@@ -837,3 +838,27 @@ def test_a_kind_that_is_not_a_string_is_a_located_error(tmp_path: Path, kind: st
         "must be one of 'Chatbot', 'AttributeSet', 'Defaults' or 'ConversationTest'"
         in problem.message
     )
+
+
+def test_a_symlinked_file_leading_out_of_the_repository_is_never_read(tmp_path: Path) -> None:
+    """A committed link in a directory of the configuration (to ``/etc/passwd``, or to
+    another team's chatbot on the same host) is an error naming it; one that stays inside
+    the repository is read."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    bots = repo / "bots"
+    bots.mkdir()
+    (bots / "a.yaml").write_text(bot_yaml("a", "bot-a"))
+    other = tmp_path / "other-team" / "b.yaml"
+    other.parent.mkdir()
+    other.write_text(bot_yaml("theirs", "bot-theirs"))
+    (bots / "theirs.yaml").symlink_to(other)
+    with pytest.raises(ConfigError) as refused:
+        load_desired([bots], environ={})
+    assert f"{bots}/theirs.yaml:1:1: a symbolic link leading out of the repository" in str(
+        refused.value
+    )
+    (bots / "theirs.yaml").unlink()
+    (repo / "shared.yaml").write_text(bot_yaml("shared", "bot-s"))
+    (bots / "shared.yaml").symlink_to(repo / "shared.yaml")
+    assert sorted(b.name for b in load_desired([bots], environ={}).bots) == ["a", "shared"]

@@ -175,3 +175,43 @@ def test_without_disabled_keeps_uncoded_and_enabled_warnings() -> None:
     ]
     assert lint.without_disabled(warnings, frozenset({"BC302"})) == (warnings[0], warnings[2])
     assert lint.without_disabled(warnings, frozenset()) == tuple(warnings)
+
+
+@pytest.mark.parametrize(
+    ("paths", "why"),
+    [
+        ("['/etc']", "'/etc' is absolute"),
+        ("[bots, '../../etc/passwd']", "'../../etc/passwd' leaves the repository"),
+        ("['sub/../../x']", "'sub/../../x' leaves the repository"),
+        ("[out]", "'out' leads out of the repository"),  # a symbolic link
+    ],
+)
+def test_paths_stay_inside_the_repository(tmp_path: Path, paths: str, why: str) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "out").symlink_to(tmp_path)
+    file = repo / "botctl.yaml"
+    file.write_text(HEAD + f"paths: {paths}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_project(file, {})
+    assert f"{file}:3:" in str(refused.value)  # located at the path
+    assert why in str(refused.value)
+
+
+def test_a_project_file_in_a_subdirectory_may_name_the_repositorys_other_directories(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "bots").mkdir()
+    (repo / "shared").mkdir()
+    (repo / "bots" / "inner").symlink_to(repo / "shared")  # a link that stays inside
+    file = repo / "bots" / "botctl.yaml"
+    file.write_text(HEAD + "paths: [., ../shared, inner]\n")
+    assert len(load_project(file, {}).paths) == 3
+    # Without a repository around it, the file's own directory is the boundary.
+    alone = tmp_path / "alone" / "botctl.yaml"
+    alone.parent.mkdir()
+    alone.write_text(HEAD + "paths: [../repo]\n")
+    with pytest.raises(ConfigError, match="leaves the repository"):
+        load_project(alone, {})

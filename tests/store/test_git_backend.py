@@ -99,14 +99,14 @@ def test_the_users_repository_is_never_touched(
 
 
 def test_credentials_in_the_url_are_never_shown(tmp_path: Path) -> None:
-    url = "git+http://deploy:s3cr3t-t0ken@127.0.0.1:9/bots.git#botctl-state:state.json"
-    assert describe(url) == "git+http://***@127.0.0.1:9/bots.git#botctl-state:state.json"
+    url = "git+https://deploy:s3cr3t-t0ken@127.0.0.1:9/bots.git#botctl-state:state.json"
+    assert describe(url) == "git+https://***@127.0.0.1:9/bots.git#botctl-state:state.json"
     with pytest.raises(StateError) as failed, open_backend(url) as backend:
         backend.read()
     message = str(failed.value)
     assert "s3cr3t" not in message
     assert "git ls-remote failed" in message
-    assert "http://***@127.0.0.1:9/bots.git" in message
+    assert "https://***@127.0.0.1:9/bots.git" in message
 
 
 def test_a_missing_repository_is_a_clear_error(tmp_path: Path) -> None:

@@ -26,12 +26,48 @@ def test_the_environment_first_then_the_key_file_of_a_local_state(tmp_path: Path
     backend = open_backend(tmp_path / "state.json")
     assert find_key(backend, {}).key is None
     (tmp_path / "state.json.key").write_text("from-the-file\n")
+    (tmp_path / "state.json.key").chmod(0o600)
     found = find_key(backend, {})
     assert (found.key, found.origin) == (b"from-the-file", f"key file {tmp_path}/state.json.key")
     from_env = find_key(backend, {"BOTCTL_STATE_KEY": "from-the-env"})
     assert (from_env.key, from_env.origin) == (b"from-the-env", "$BOTCTL_STATE_KEY")
     # Empty is unset (a CI secret that is not configured expands to nothing).
     assert find_key(backend, {"BOTCTL_STATE_KEY": ""}).key == b"from-the-file"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620])
+def test_a_key_file_others_can_read_or_write_is_refused_as_ssh_refuses_a_key(
+    tmp_path: Path, mode: int
+) -> None:
+    backend = open_backend(tmp_path / "state.json")
+    file = tmp_path / "state.json.key"
+    file.write_text("bsk1_a-key-others-can-read\n")
+    file.chmod(mode)
+    with pytest.raises(StateKeyError) as refused:
+        find_key(backend, {})
+    assert f"mode {mode:04o}" in str(refused.value)
+    assert f"chmod 600 {file}" in str(refused.value)
+    assert "bsk1_a-key" not in str(refused.value)
+    file.chmod(0o600)
+    assert find_key(backend, {}).key == b"bsk1_a-key-others-can-read"
+
+
+def test_a_symlinked_key_file_is_refused_and_never_written_through(tmp_path: Path) -> None:
+    backend = open_backend(tmp_path / "state.json")
+    target = tmp_path / "elsewhere"
+    target.write_text("someone else's file\n")
+    target.chmod(0o600)
+    (tmp_path / "state.json.key").symlink_to(target)
+    with pytest.raises(StateKeyError, match="is a symbolic link: refused"):
+        find_key(backend, {})
+    with pytest.raises(StateKeyError, match="exists already: not replaced"):
+        write_key_file(tmp_path / "state.json.key", new_state_key())
+    assert target.read_text() == "someone else's file\n"
+    dangling = tmp_path / "other.json.key"
+    dangling.symlink_to(tmp_path / "made-by-the-link")
+    with pytest.raises(StateKeyError, match="exists already"):
+        write_key_file(dangling, new_state_key())
+    assert not (tmp_path / "made-by-the-link").exists()
 
 
 def test_a_shared_state_has_no_key_file(tmp_path: Path) -> None:
@@ -58,6 +94,7 @@ def test_a_key_file_is_made_once_private_and_never_replaced(tmp_path: Path) -> N
     assert made.key == file.read_text().strip().encode()
     assert sorted(p.name for p in file.parent.iterdir()) == ["state.json.key"]  # no temp file
     file.write_text("  \n")
+    file.chmod(0o600)
     with pytest.raises(StateKeyError, match="is empty"):
         find_key(backend, {})
 

@@ -8,7 +8,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from botctl.agent.status import now_iso
-from botctl.values import mask_secrets_in_text
+from botctl.values import (
+    controls_shown,
+    json_controls_escaped,
+    mask_secrets_in_text,
+    mask_url_credentials,
+)
 
 LogFormat = Literal["text", "json"]
 
@@ -16,7 +21,8 @@ LogFormat = Literal["text", "json"]
 class Redactor:
     """Masks every secret the agent knows of in a text: the configuration's secrets (a live
     set, filled as revisions are loaded) and the values of the variables named (API keys,
-    the webhook secret, the git token)."""
+    the webhook secret, the git token), and the credentials of any URL (its user info, a
+    query parameter such as ``access_token``)."""
 
     def __init__(
         self, environ: Mapping[str, str], variables: Iterable[str], secrets: set[str]
@@ -34,7 +40,7 @@ class Redactor:
         return sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
-        return mask_secrets_in_text(text, self.values())
+        return mask_url_credentials(mask_secrets_in_text(text, self.values()))
 
 
 class Log:
@@ -50,9 +56,11 @@ class Log:
                 default=str,
                 ensure_ascii=False,
             )
+            line = json_controls_escaped(line)
         else:
             extra = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
             line = f"{now_iso()} {level:<5} {event}: {message}" + (f" ({extra})" if extra else "")
+            line = controls_shown(line)
         self._write(self._redact(line))
 
     def info(self, event: str, message: str, **fields: Any) -> None:

@@ -103,12 +103,14 @@ class Agent:
 
     def request_stop(self, signum: int) -> None:
         """A signal: an apply in flight drains (``Stop``: a second signal abandons it); any
-        other work is cancelled, having written nothing."""
+        other work is cancelled, having written nothing (a fetch's git process group
+        killed)."""
         first = self.stopping is None
         if first:
             self.stopping = signum
             self.status.role = "stopping"
             self.log.info("stop", f"signal {signum}: stopping")
+            self.source.cancel()
         if self._apply_stop is not None and self._apply_stop.armed:
             self._apply_stop.request(signum)
         elif self._cycle is not None and not self._cycle.done():
@@ -274,24 +276,13 @@ class Agent:
         good_id = self._good[0].id if self._good is not None else None
         if revision.id in (good_id, self._bad):
             return revision.id == self._bad
-        ws = self.make_workspace(revision.directory)
         try:
+            if revision.problem is not None:
+                raise BotctlError(revision.problem)
+            ws = self.make_workspace(revision.directory)
             desired = await asyncio.to_thread(load, ws)
         except BotctlError as exc:
-            self._bad = revision.id
-            error = self._words(str(exc))
-            self.status.invalid = {"revision": revision.id, "error": error}
-            keeping = f"; keeping {good_id}" if good_id else ""
-            self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
-            self.notifier.notify(
-                "failed",
-                f"botctl agent: revision {revision.short} of {self.status.source} is invalid and "
-                f"was not applied{keeping}:\n{error}",
-                source=self.status.source,
-                revision=revision.id,
-                keptRevision=good_id,
-                error=error,
-            )
+            self._refuse(revision, str(exc), good_id)
             return True
         self.redact.add_variables(bot.api_key_env for bot in desired.bots)
         self.log.info("revision", f"new revision {revision.id}: {len(desired.bots)} chatbot(s)")
@@ -301,6 +292,23 @@ class Agent:
         self.status.bots_in((b.name, b.chatbot_id) for b in desired.bots)
         self.source.retain({revision.id})
         return False
+
+    def _refuse(self, revision: Revision, problem: str, good_id: str | None) -> None:
+        """``revision`` is invalid: reported (status, log, notification), never applied."""
+        self._bad = revision.id
+        error = self._words(problem)
+        self.status.invalid = {"revision": revision.id, "error": error}
+        keeping = f"; keeping {good_id}" if good_id else ""
+        self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
+        self.notifier.notify(
+            "failed",
+            f"botctl agent: revision {revision.short} of {self.status.source} is invalid and "
+            f"was not applied{keeping}:\n{error}",
+            source=self.status.source,
+            revision=revision.id,
+            keptRevision=good_id,
+            error=error,
+        )
 
     async def _drift(self, ws: Workspace) -> DriftReport:
         report, plan = await make_drift_and_plan(ws)

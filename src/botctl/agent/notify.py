@@ -4,24 +4,34 @@
 Sending never blocks the loop: each URL has a bounded queue and a worker of its own (a slow
 receiver delays only its own notifications; when its queue is full, the oldest is dropped and
 counted). Each notification is tried up to ``attempts`` times with exponential backoff. Bodies
-pass through the ``Redactor``: no key or secret value is ever sent."""
+pass through the ``Redactor``: no key or secret value is ever sent. The ``text`` is escaped for
+the chat tools it targets (Slack's ``&``, ``<``, ``>``), whatever a revision or the service
+put in it: ``<!channel>`` or ``<https://evil|Click here>`` shows as written, pinging no one
+and linking nowhere. A URL is named in logs by its scheme and host only (a Slack webhook's
+path is its credential)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from botctl.agent.log import Log, Redactor
 from botctl.agent.status import Metrics, now_iso
+from botctl.values import url_origin
 
 EVENTS = ("failed", "drift", "healed", "recovered", "synced")
 DEFAULT_EVENTS = ("failed", "drift", "healed", "recovered")
 _QUEUE = 100
+
+
+def chat_text(text: str) -> str:
+    """``text`` as Slack (and the tools that read its format) shows it literally: its three
+    control characters escaped, so no mention, link or command can form inside."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class Notifier:
@@ -36,7 +46,6 @@ class Notifier:
         attempts: int = 5,
         base_delay: float = 1.0,
         timeout: float = 10.0,
-        describe: Callable[[str], str] = lambda url: url,
     ) -> None:
         self.urls = urls
         self.events = events
@@ -46,7 +55,6 @@ class Notifier:
         self.attempts = attempts
         self.base_delay = base_delay
         self.timeout = timeout
-        self.describe = describe
         self._queues: list[asyncio.Queue[bytes]] = []
         self._workers: list[asyncio.Task[None]] = []
         self._client: httpx.AsyncClient | None = None
@@ -64,7 +72,7 @@ class Notifier:
         """Queue ``event`` for every URL, if it is one chosen; returns at once."""
         if event not in self.events or not self._queues:
             return
-        body = {"text": text, "event": {"type": event, "time": now_iso(), **details}}
+        body = {"text": chat_text(text), "event": {"type": event, "time": now_iso(), **details}}
         data = self.redact(json.dumps(body, default=str, ensure_ascii=False)).encode("utf-8")
         for queue in self._queues:
             if queue.full():
@@ -98,7 +106,8 @@ class Notifier:
             if attempt < self.attempts:
                 await asyncio.sleep(min(self.base_delay * 2 ** (attempt - 1), 60.0))
         self.metrics.notifications.labels(result="failed").inc()
-        self.log.warning("notify", f"notification to {self.describe(url)} not delivered: {problem}")
+        where = url_origin(url)  # never the path: a Slack webhook's path is its credential
+        self.log.warning("notify", f"notification to {where} not delivered: {problem}")
 
     async def close(self, timeout: float) -> None:
         """Give queued notifications up to ``timeout`` seconds, then stop."""

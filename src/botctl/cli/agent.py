@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import signal
 import socket
 import sys
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 from click.core import ParameterSource
@@ -27,6 +30,7 @@ from botctl.cli.options import (
     SelectionGroup,
     ServiceGroup,
     build,
+    byte_size,
     group,
     safety_options,
     selection_options,
@@ -37,11 +41,25 @@ from botctl.cli.options import (
 from botctl.defaults import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_DRAIN_TIMEOUT,
+    OLD_STATE_KEY_ENV,
+    REVISION_MAX_BYTES,
+    REVISION_MAX_FILE_BYTES,
+    REVISION_MAX_FILES,
     STATE_KEY_ENV,
 )
-from botctl.errors import EXIT_OK, BotctlError
+from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
+
+if TYPE_CHECKING:
+    from botctl.agent.log import Log
+    from botctl.agent.loop import Agent
+    from botctl.agent.notify import Notifier
+    from botctl.config.project import Project
+    from botctl.store.lock import Lease
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
+# Seconds past --drain-timeout a stop may take (the lease released, notifications flushed)
+# before whatever still runs is abandoned.
+STOP_GRACE = 10.0
 
 
 def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
@@ -70,11 +88,12 @@ def _events(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 
 
 def _urls(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    from botctl.store.backend import redact
+    from botctl.values import url_origin
 
     for url in value:
         if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1]) < 1:
-            raise click.BadParameter(f"{redact(url)!r}: give an http:// or https:// URL")
+            # Never the URL itself: a Slack webhook's path is its credential.
+            raise click.BadParameter(f"{url_origin(url)!r}...: give an http:// or https:// URL")
     return value
 
 
@@ -98,6 +117,9 @@ class AgentOptions:
     lease: timedelta
     backoff_max: timedelta
     cache_dir: Path
+    fetch_timeout: timedelta
+    max_revision_files: int
+    max_revision_bytes: int
     acknowledged_file: Path | None
     history: int
     page_refresh: int
@@ -207,6 +229,31 @@ class AgentOptions:
     help="Where a git source is fetched (the agent's own repository).",
 )
 @click.option(
+    "--fetch-timeout",
+    type=Duration(),
+    default="60s",
+    show_default=True,
+    help="Deadline of each git command of the source (a fetch above all): past it the git "
+    "process group is killed and the cycle fails (and backs off) naming the fetch.",
+)
+@click.option(
+    "--max-revision-files",
+    type=click.IntRange(1),
+    default=REVISION_MAX_FILES,
+    show_default=True,
+    metavar="N",
+    help="Most YAML files one revision may hold; more: an invalid revision, not applied.",
+)
+@click.option(
+    "--max-revision-bytes",
+    type=byte_size,
+    default=REVISION_MAX_BYTES,
+    show_default=f"{REVISION_MAX_BYTES >> 20}MiB",
+    metavar="SIZE",
+    help="Most bytes of YAML one revision may hold (K, M, G: binary units); more: an invalid "
+    f"revision. One file may hold {REVISION_MAX_FILE_BYTES >> 20} MiB.",
+)
+@click.option(
     "--acknowledged",
     "acknowledged_file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -239,8 +286,10 @@ def agent(o: AgentOptions) -> int:
 
     SOURCE is a directory, or a branch of a git repository: git+<url>#<branch>:<path>
     (fetched shallow into --cache-dir; https credentials from git's own helpers or
-    BOTCTL_GIT_TOKEN). Its botctl.yaml, at the path's root, is honoured as by every command;
-    the state is --state (or BOTCTL_STATE, default .botctl/state.json) whatever it says.
+    BOTCTL_GIT_TOKEN). Its botctl.yaml, at the path's root, is honoured as by every command,
+    but the API URL and the state are the operator's, fixed: --api-url (BOTCTL_API_URL) and
+    --state (BOTCTL_STATE, default .botctl/state.json); a revision naming others is invalid.
+    A revision reads only the variables BOTCTL_ALLOW_ENV exposes (README, Trust).
 
     Every --interval and at once on a signed webhook: fetch; validate a new revision (one
     that fails is reported, located, and not applied: the last good one stays); drift;
@@ -257,16 +306,15 @@ def agent(o: AgentOptions) -> int:
           --auto-apply --self-heal --state s3://acme-botctl/state.json \\
           --webhook-secret-env HOOK_SECRET --notify https://hooks.slack.com/...
     """
-    from botctl.agent.listener import make_app, make_server
+    from botctl.agent.listener import make_app
     from botctl.agent.log import Log, Redactor
     from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.notify import Notifier
-    from botctl.agent.source import TOKEN_VARIABLE, GitSource, open_source
+    from botctl.agent.source import TOKEN_VARIABLE, GitSource, RevisionLimits, open_source
     from botctl.agent.status import AgentStatus
-    from botctl.config.project import PROJECT_FILE_NAMES, load_project
-    from botctl.store.backend import redact
     from botctl.store.backends import open_backend
     from botctl.store.lock import Lease
+    from botctl.trust import ExposedEnviron, Exposure
 
     if o.self_heal and not o.auto_apply:
         raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
@@ -275,34 +323,69 @@ def agent(o: AgentOptions) -> int:
     secret_env = o.webhook_secret_env
     if secret_env and not os.environ.get(secret_env):
         raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
-    host, port = o.listen
     state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
     secrets: set[str] = set()
-    variables = {DEFAULT_API_KEY_ENV, TOKEN_VARIABLE, STATE_KEY_ENV}
-    variables.update([secret_env] if secret_env else [])
-    redactor = Redactor(os.environ, variables, secrets)
+    own = {TOKEN_VARIABLE, STATE_KEY_ENV, OLD_STATE_KEY_ENV, *([secret_env] if secret_env else [])}
+    redactor = Redactor(os.environ, {DEFAULT_API_KEY_ENV, *own}, secrets)
     log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
-    src = open_source(o.source, o.cache_dir)
+    limits = RevisionLimits(o.max_revision_files, total_bytes=o.max_revision_bytes)
+    src = open_source(o.source, o.cache_dir, timeout=o.fetch_timeout.total_seconds(), limits=limits)
     status = AgentStatus(src.description, history=o.history)
+    # A revision's files read only the variables the operator exposes, never the agent's own
+    # secrets (the webhook's included): README, Trust.
+    environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
+    settings = AgentSettings(
+        interval=o.interval.total_seconds(),
+        auto_apply=o.auto_apply,
+        self_heal=o.self_heal,
+        reassert_every=_seconds(o.reassert_every),
+        backoff_max=o.backoff_max.total_seconds(),
+        drain_timeout=o.drain_timeout,
+        acknowledged=o.acknowledged_file,
+    )
+    lease = Lease(state, duration=o.lease.total_seconds())
+    notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
+    make_workspace = _workspaces(o, environ, secrets)
+    runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
+    app = make_app(
+        status,
+        runner.trigger,
+        redactor,
+        webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
+        branch=src.branch if isinstance(src, GitSource) else None,
+        refresh=o.page_refresh,
+    )
+    _serve(o, runner, app, notifier, lease, log)
+    return EXIT_OK
 
-    # An option given neither as a flag nor in the environment takes a revision's own
-    # botctl.yaml value (each revision may carry one), as every command takes its project
-    # file's; the state is --state's whatever the file says.
+
+def _workspaces(
+    o: AgentOptions, environ: Mapping[str, str], secrets: set[str]
+) -> Callable[[Path], Any]:
+    """Each revision's workspace. An option given neither as a flag nor in the environment
+    takes a revision's own botctl.yaml value (each revision may carry one), as every command
+    takes its project file's; but the API URL and the state are the operator's, fixed for the
+    agent's lifetime: a revision whose botctl.yaml names others is invalid (README, Trust)."""
+    from botctl.config.project import PROJECT_FILE_NAMES, load_project
+
     ctx = click.get_current_context()
     given = dict(ctx.params)
     open_to_project = [
         p
         for p in ctx.command.params
         if isinstance(p, ProjectOption)
-        and p.name not in (None, "state_path")
+        and p.name not in (None, "state_path", "api_url")
         and ctx.get_parameter_source(p.name) is ParameterSource.DEFAULT
     ]
 
     def make_workspace(directory: Path) -> Any:
         file = next((directory / n for n in PROJECT_FILE_NAMES if (directory / n).is_file()), None)
-        found = load_project(file, os.environ) if file is not None else None
+        found = None
+        if file is not None:
+            found = load_project(file, environ, boundary=directory)
+            _check_pinned(found, o)
         params = dict(given)
         for p in open_to_project:
             value = found.value(p.project_field) if found is not None else None
@@ -319,35 +402,50 @@ def agent(o: AgentOptions) -> int:
         ws = workspace(config, revision.service, revision.safety)
         # One set of secrets for every revision's workspace: the loader adds to it, and each
         # run's client is handed a redactor of all it holds (those of older revisions too).
-        return replace(ws, secrets=secrets)
+        return replace(ws, secrets=secrets, environ=environ)
 
-    settings = AgentSettings(
-        interval=o.interval.total_seconds(),
-        auto_apply=o.auto_apply,
-        self_heal=o.self_heal,
-        reassert_every=_seconds(o.reassert_every),
-        backoff_max=o.backoff_max.total_seconds(),
-        drain_timeout=o.drain_timeout,
-        acknowledged=o.acknowledged_file,
+    return make_workspace
+
+
+def _check_pinned(found: Project, o: AgentOptions) -> None:
+    """A revision's botctl.yaml may repeat the agent's API URL and state, never change
+    them: a commit must not move where the keys go, nor the state and its lease."""
+    from botctl.values import mask_url_credentials
+
+    pins = (
+        ("apiUrl", o.service.api_url, "--api-url / BOTCTL_API_URL"),
+        ("state", o.service.state_path, "--state / BOTCTL_STATE"),
     )
-    lease = Lease(state, duration=o.lease.total_seconds())
-    notifier = Notifier(
-        o.notify_urls,
-        o.notify_on,
-        redactor,
-        log,
-        status.metrics,
-        describe=redact,
-    )
-    runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
-    app = make_app(
-        status,
-        runner.trigger,
-        redactor,
-        webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
-        branch=src.branch if isinstance(src, GitSource) else None,
-        refresh=o.page_refresh,
-    )
+    for field, operator, flag in pins:
+        written = getattr(found.settings, field)
+        if written is None or (field == "apiUrl" and o.service.sandbox):
+            continue
+        if operator is not None and written.rstrip("/") == str(operator).rstrip("/"):
+            continue
+        raise BotctlError(
+            f"{found.at(field)}: {field} {mask_url_credentials(written)!r} differs from the "
+            f"agent's ({mask_url_credentials(str(operator)) if operator else 'none'}, {flag}): "
+            f"the agent's {field} is its operator's, fixed for its lifetime; a revision may "
+            "repeat it, never change it (remove it from botctl.yaml, or start the agent with "
+            "it)"
+        )
+
+
+def _serve(
+    o: AgentOptions,
+    runner: Agent,
+    app: Any,
+    notifier: Notifier,
+    lease: Lease,
+    log: Log,
+) -> None:
+    """The listener and the loop until a signal ends them; past ``--drain-timeout`` plus
+    ``STOP_GRACE`` seconds after the first signal, whatever still runs is abandoned: git's
+    process groups killed, and the process exits (1)."""
+    from botctl.agent.listener import make_server
+    from botctl.store.backend import redact
+
+    host, port = o.listen
     try:
         sock = socket.create_server(
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -355,26 +453,30 @@ def agent(o: AgentOptions) -> int:
     except OSError as exc:
         why = str(exc.strerror).split(" (while attempting")[0]
         raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
+    deadline = _StopDeadline(o.drain_timeout + STOP_GRACE, log)
+
+    def stop(sig: int) -> None:
+        deadline.arm()
+        runner.request_stop(sig)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         notifier.start()
         server = make_server(app, host, port)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
-        bound = sock.getsockname()[1]
         log.info(
             "listen",
-            f"listening on http://{host}:{bound}",
-            source=src.description,
-            state=redact(os.fspath(state)),
+            f"listening on http://{host}:{sock.getsockname()[1]}",
+            source=runner.source.description,
+            state=redact(os.fspath(o.service.state_path)),
         )
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, runner.request_stop, sig)
+            loop.add_signal_handler(sig, stop, sig)
         try:
             await runner.run()
         finally:
             server.should_exit = True
-            await notifier.close(timeout=min(5.0, settings.drain_timeout))
+            await notifier.close(timeout=min(5.0, o.drain_timeout))
             await serving
             lease.close()
             log.info("stop", "stopped: lease released")
@@ -384,4 +486,29 @@ def agent(o: AgentOptions) -> int:
     finally:
         sock.close()
     sys.stderr.flush()
-    return EXIT_OK
+
+
+class _StopDeadline:
+    """The last resort of a stop: a timer armed by the first signal that, should the agent
+    still run when it fires (a state backend or a thread that does not answer), kills every
+    git process group and exits at once."""
+
+    def __init__(self, seconds: float, log: Log) -> None:
+        self.seconds = seconds
+        self.log = log
+        self._timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(self.seconds, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        from botctl import gitexec
+
+        gitexec.kill_all()
+        with contextlib.suppress(Exception):
+            self.log.error("stop", f"still running {self.seconds:g} s after the signal: exiting")
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)

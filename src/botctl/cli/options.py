@@ -107,11 +107,15 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
         if value is not None and not value.is_file():
             raise BotctlError(f"--config {value}: no such file")
         file = value or find_project(Path.cwd())
-        found = load_project(file, os.environ) if file is not None else None
+        # A project file given from outside the checkout is the operator's: its paths are.
+        boundary = Path(os.sep) if value is not None and _outside_checkout(value) else None
+        found = load_project(file, os.environ, boundary=boundary) if file is not None else None
     except BotctlError as exc:
         if not param.expose_value:  # nothing will ask for it later: now
             raise
         return FoundProject(error=exc)
+    ctx.meta["botctl.project"] = found
+    ctx.meta["botctl.project_is_operators"] = boundary is not None
     if found is not None:
         given = {
             p.name: found.value(p.project_field)
@@ -123,6 +127,75 @@ def _project(ctx: click.Context, param: click.Parameter, value: Path | None) -> 
             **{name: v for name, v in given.items() if v is not None},
         }
     return FoundProject(found)
+
+
+def _operator_given(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """In CI, where an API key goes is the operator's to say (README, "Trust"): the API URL
+    and a state URL come from a flag, the environment (the job's settings) or a project file
+    given with --config from outside the checkout, never from the repository's botctl.yaml
+    alone, and botctl.yaml may repeat them, not change them. A state path botctl.yaml names
+    stays inside the repository. Elsewhere: click's order."""
+    from click.core import ParameterSource
+
+    from botctl.trust import ci_detected
+
+    ci = ci_detected(os.environ)
+    if ci is None or value is None or not isinstance(param, ProjectOption):
+        return value
+    if ctx.meta.get("botctl.project_is_operators"):  # --config outside the checkout
+        return value
+    project = ctx.meta.get("botctl.project")
+    field = param.project_field
+    if project is None or project.value(field) is None:
+        return value
+    written, where = project.value(field), project.at(field)
+    flag, variable = param.opts[0], param.envvar
+    if ctx.get_parameter_source(str(param.name)) is ParameterSource.DEFAULT_MAP:
+        if field == "state" and not _is_url(str(value)):
+            escape = project.escapes(str(project.settings.state))
+            if escape is None:
+                return value
+            raise click.UsageError(f"{where}: state {escape}")
+        raise click.UsageError(
+            f"{where}: {field} {_shown(written)!r} is named only by the repository's botctl.yaml; "
+            f"in CI ({ci}) botctl sends keys and state only where the operator says: set "
+            f"{variable} in the job's settings (or pass {flag}; the GitHub Action's "
+            f"{'api-url' if field == 'apiUrl' else 'state'} input)"
+        )
+    if not _same_place(written, value):
+        raise click.UsageError(
+            f"{where}: {field} {_shown(written)!r} differs from the operator's "
+            f"{_shown(value)!r} ({flag} / {variable}); in CI a repository's botctl.yaml may "
+            f"repeat the operator's {field}, never change it: remove it from botctl.yaml, or "
+            "make the two agree"
+        )
+    return value
+
+
+def _outside_checkout(file: Path) -> bool:
+    """Whether ``file`` (a project file given with --config) lies outside the repository the
+    run works in: then it is the operator's, not the repository's."""
+    from botctl.config.project import repository_root, within
+
+    top = os.path.realpath(repository_root(Path.cwd()))
+    return not within(os.path.realpath(file), top)
+
+
+def _is_url(text: str) -> bool:
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://|^git\+", text) is not None
+
+
+def _shown(value: object) -> str:
+    from botctl.values import mask_url_credentials
+
+    return mask_url_credentials(os.fspath(value) if isinstance(value, Path) else str(value))
+
+
+def _same_place(written: object, given: object) -> bool:
+    a, b = os.fspath(written) if isinstance(written, Path) else str(written), str(given)
+    if _is_url(a) or _is_url(b):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _selectors(
@@ -242,6 +315,7 @@ STATE = click.option(
     metavar="PATH|URL",
     **from_project("state"),
     envvar="BOTCTL_STATE",
+    callback=_operator_given,
     help="Where the state (what botctl last applied) lives: a file path, "
     "git+<repo-url>#<branch>:<path>, or s3://<bucket>/<key> [env BOTCTL_STATE; default: "
     f"{DEFAULT_STATE_PATH}, {_PROJECT_NOTE} state].",
@@ -261,6 +335,7 @@ API_URL = click.option(
     "--api-url",
     envvar="BOTCTL_API_URL",
     **from_project("apiUrl"),
+    callback=_operator_given,
     metavar="URL",
     help="Service base URL ending in /api/v1 [env BOTCTL_API_URL; default: "
     f"{_PROJECT_NOTE} apiUrl]. Keys come from BOTCTL_API_KEY or each document's apiKeyEnv, "

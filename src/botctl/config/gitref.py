@@ -4,7 +4,9 @@ objects: nothing is checked out, the working tree is never touched.
 The same files are read as in the working tree: the PATHs given, or, when the project file
 names them, the ``paths`` of the project file *as it was at the revision* (and its
 ``allowUnknownModels``). A directory yields its ``*.yaml``/``*.yml`` files, recursively,
-project files left out, as ``config.loader`` does on disk.
+project files left out, as ``config.loader`` does on disk. git runs through
+``botctl.gitexec`` (a bare repository committed inside the checkout is never taken for the
+repository; each process under a deadline).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from botctl import gitexec
 from botctl.config.loader import SUFFIXES, load_fleet_from
 from botctl.config.project import PROJECT_FILE_NAMES, Project, load_project
 from botctl.config.resolve import Fleet
@@ -51,17 +54,18 @@ class AtRevision:
     problem: str | None = None  # the first problem, when it does not load
 
 
-def _git(root: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    git = shutil.which("git")
-    if git is None:
+def _runner() -> gitexec.Git:
+    if shutil.which("git") is None:
         raise RevisionError(f"--changed-since needs git, and there is none on PATH; {_HINT}")
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    env = gitexec.environment(os.environ, extra={"GIT_OPTIONAL_LOCKS": "0"})
+    return gitexec.Git(env, gitexec.default_timeout(), "--changed-since")
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(
-            [git, "-C", str(root), *args], input=data, capture_output=True, env=env, check=False
-        )
-    except OSError as exc:
-        raise RevisionError(f"--changed-since: cannot run git: {exc.strerror}") from None
+        return _runner().run(["-C", str(root), *args])
+    except gitexec.GitError as exc:
+        raise RevisionError(f"--changed-since: {exc}; {_HINT}") from None
 
 
 def _said(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -143,28 +147,21 @@ def _listed(revision: Revision, wanted: Sequence[tuple[Path, str]]) -> list[tupl
 
 
 def _blobs(revision: Revision, oids: Sequence[str]) -> list[bytes]:
-    """The contents of ``oids`` (in order), each cut after the loader's size limit."""
-    if not oids:
-        return []
-    wanted = "".join(f"{oid}\n" for oid in oids).encode()
-    answer = _git(revision.root, "cat-file", "--batch", data=wanted)
-    if answer.returncode != 0:
-        raise RevisionError(f"--changed-since {revision.ref}: git cat-file: {_said(answer)}")
-    out, at = [], 0
-    raw = answer.stdout
-    for _ in oids:
-        end = raw.index(b"\n", at)
-        size = int(raw[at:end].split(b" ")[2])
-        start = end + 1
-        out.append(raw[start : start + min(size, MAX_FILE_BYTES + 1)])
-        at = start + size + 1
-    return out
+    """The contents of ``oids`` (in order), each cut after the loader's size limit (read as
+    a stream: a blob past the limit is never held whole)."""
+    root = ["-C", str(revision.root)]
+    try:
+        return [b.head for b in gitexec.read_blobs(_runner(), root, oids, MAX_FILE_BYTES + 1)]
+    except gitexec.GitError as exc:
+        raise RevisionError(f"--changed-since {revision.ref}: {exc}") from None
 
 
 def _project_text(revision: Revision, project_file: Path) -> str | None:
     """The project file's text at the revision; None when it did not exist there."""
     relative = _relative(revision.root, project_file)
-    shown = _git(revision.root, "cat-file", "blob", f"{revision.commit}:{relative}")
+    shown = _git(
+        revision.root, "cat-file", "blob", "--end-of-options", f"{revision.commit}:{relative}"
+    )
     if shown.returncode != 0:
         return None
     return shown.stdout.decode("utf-8", "replace")

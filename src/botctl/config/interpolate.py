@@ -4,7 +4,8 @@ Forms: ``${VAR}``; ``${VAR:-default}`` (the default when VAR is unset or empty, 
 shell); ``${secret:VAR}`` / ``${secret:VAR:-default}`` (the same, and the value is masked
 wherever a plan is shown and never written to a file: see ``botctl.sealing``); ``$${`` is a
 literal ``${``. An unset variable without a default, or a malformed reference, is an error
-naming it.
+naming it; so is a variable the operator does not expose to the configuration
+(``botctl.trust``), default or not.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botctl.sealing import Secret
+from botctl.trust import Exposure, exposure_of
 
 _REFERENCE = re.compile(
     r"^(?P<secret>secret:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?$", re.DOTALL
@@ -34,6 +36,11 @@ class Interpolator:
     # Every whole string that resolved a secret (masked where it stands when the secret is
     # too short for the substring net: see ``values.MIN_MASKED_LENGTH``).
     texts: set[str] = field(default_factory=set)
+    exposure: Exposure | None = None  # None: the operator's, as ``environ`` says
+
+    def __post_init__(self) -> None:
+        if self.exposure is None:
+            self.exposure = exposure_of(self.environ)
 
     def __call__(self, text: str) -> str:
         self.last_secrets = []
@@ -72,6 +79,10 @@ class Interpolator:
                 "or ${secret:NAME}"
             )
         name, default = match["name"], match["default"]
+        assert self.exposure is not None
+        refusal = self.exposure.refusal(name, "secret" if match["secret"] else "text")
+        if refusal is not None:
+            raise InterpolationError(refusal)
         value = self.environ.get(name)
         if not value and default is not None:
             value = default

@@ -10,6 +10,7 @@ never configuration documents.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,13 +23,14 @@ from botctl.config.interpolate import (
     interpolate_tree,
     may_hold_secret,
 )
-from botctl.config.project import PROJECT_FILE_NAMES
+from botctl.config.project import PROJECT_FILE_NAMES, repository_root, within
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import FILE_TOO_LARGE, MAX_FILE_BYTES, LocatedDocument, parse_documents
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.errors import ConfigError, Problem
 from botctl.models import Desired
+from botctl.trust import exposure_of
 from botctl.values import MIN_MASKED_LENGTH, mask_secrets_in_text
 
 SUFFIXES = (".yaml", ".yml")
@@ -121,7 +123,7 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
             )
             if not matches:
                 problems.append(Problem(str(path), 1, 1, "no *.yaml or *.yml files in directory"))
-            found += matches
+            found += _inside(path, matches, problems)
         elif path.is_file() and path.name in PROJECT_FILE_NAMES:
             problems.append(
                 Problem(
@@ -140,6 +142,28 @@ def _files(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
         else:
             problems.append(Problem(str(path), 1, 1, "no such file or directory"))
     return list(dict.fromkeys(found))
+
+
+def _inside(directory: Path, files: list[Path], problems: list[Problem]) -> list[Path]:
+    """The ``files`` found in ``directory`` that are inside its repository once symbolic
+    links are followed; each other one is a problem, never read (a committed link to
+    ``/etc/passwd`` or another team's files)."""
+    boundary = repository_root(directory)
+    real = os.path.realpath(boundary)
+    kept = []
+    for file in files:
+        if within(os.path.realpath(file), real):
+            kept.append(file)
+        else:
+            problems.append(
+                Problem(
+                    str(file),
+                    1,
+                    1,
+                    f"a symbolic link leading out of the repository ({boundary}): not read",
+                )
+            )
+    return kept
 
 
 def _read(file: Path, problems: list[Problem]) -> bytes | None:
@@ -191,6 +215,19 @@ def _parse_new(file: str, data: bytes, problems: list[Problem]) -> list[LocatedD
     return documents
 
 
+def _check_key_variable(
+    doc: LocatedDocument, data: dict[str, object], environ: Mapping[str, str], found: Findings
+) -> None:
+    """A chatbot's ``apiKeyEnv`` names a variable the operator exposes (``botctl.trust``):
+    a commit cannot have botctl send another secret as a bearer key."""
+    spec = data.get("spec")
+    name = spec.get("apiKeyEnv") if isinstance(spec, dict) else None
+    if isinstance(name, str):
+        refusal = exposure_of(environ).refusal(name, "key")
+        if refusal is not None:
+            found.add_early(doc.problem(("spec", "apiKeyEnv"), refusal))
+
+
 def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -> Source | None:
     if not isinstance(doc.value, dict):
         found.error(
@@ -216,6 +253,7 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
         on_secret=secret_at,
     )
     source = Source(doc, data, frozenset(interpolate.secrets), frozenset(interpolate.texts))
+    _check_key_variable(doc, data, environ, found)
     source.disabled = disabled_codes(source, found)
     for variable, path in short.items():
         found.warn(

@@ -5,7 +5,12 @@ limit, ``allowUnknownModels``, silenced warnings).
 Found by walking up from the working directory (or named by ``--config`` / ``BOTCTL_CONFIG``).
 Relative paths in it are relative to its own directory, so a command behaves the same from any
 subdirectory. Flags and environment variables override it (``cli.options``). Strings may use
-``${VAR}`` and ``${VAR:-default}``, as documents do.
+``${VAR}`` and ``${VAR:-default}``, as documents do (the variables the operator exposes:
+``botctl.trust``).
+
+The file is a repository's (README, "Trust"): its ``paths`` stay inside the repository that
+holds it (the nearest parent with ``.git``, else its own directory; an agent's revision), so an
+absolute path, a ``..`` leaving it or a symbolic link leading out is a located error.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -132,10 +137,22 @@ class Project:
     file: Path
     settings: ProjectFile
     disabled_warnings: frozenset[str]
+    # line:column of each top-level field's value, for messages about it
+    places: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    boundary: Path | None = None  # what its paths stay inside (None: the file's repository)
 
     @property
     def root(self) -> Path:
         return self.file.parent
+
+    def escapes(self, relative: str) -> str | None:
+        """Why the path ``relative`` (to this file) leaves its repository, or None."""
+        return _leaves(self.root, relative, self.boundary or repository_root(self.root))
+
+    def at(self, name: str) -> str:
+        """``file:line:col`` of the field ``name`` (the file alone when it is not set)."""
+        place = self.places.get(name)
+        return f"{self.file}:{place[0]}:{place[1]}" if place else str(self.file)
 
     def resolve(self, relative: str) -> Path:
         """A path of the file, as the working directory sees it (relative when it can be)."""
@@ -173,9 +190,28 @@ def find_project(start: Path) -> Path | None:
     return None
 
 
-def load_project(file: Path, environ: Mapping[str, str], *, text: str | None = None) -> Project:
+def repository_root(start: Path) -> Path:
+    """The top of the git repository holding ``start`` (the nearest parent with a ``.git``),
+    else ``start`` itself."""
+    start = Path(os.path.abspath(start))
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def load_project(
+    file: Path,
+    environ: Mapping[str, str],
+    *,
+    text: str | None = None,
+    boundary: Path | None = None,
+) -> Project:
     """Read and validate a project file (``text``: its content as given, e.g. at a git
-    revision); raises ConfigError with every problem, located."""
+    revision, whose reader keeps its paths inside); raises ConfigError with every problem,
+    located. ``paths`` must stay inside ``boundary`` (default: the repository holding the
+    file)."""
+    contained = boundary is not None or text is None  # a revision's reader checks its own
     if text is None:
         try:
             text = file.read_text(encoding="utf-8")
@@ -201,6 +237,12 @@ def load_project(file: Path, environ: Mapping[str, str], *, text: str | None = N
         settings = ProjectFile.model_validate(data)
     except ValidationError as exc:
         problems += located_errors(doc, (), ProjectFile, exc)
+    if settings is not None and contained:
+        inside = boundary if boundary is not None else repository_root(file.parent)
+        for i, relative in enumerate(settings.paths):
+            why = _leaves(file.parent, relative, inside)
+            if why is not None:
+                problems.append(doc.problem(("paths", i), why))
     words = settings.lint.disable if settings is not None and settings.lint else ()
     disabled, _ = lint.codes_of(words)
     for i, word in enumerate(words):
@@ -208,7 +250,31 @@ def load_project(file: Path, environ: Mapping[str, str], *, text: str | None = N
             problems.append(doc.problem(("lint", "disable", i), lint.unknown_code(word)))
     if problems or settings is None:
         raise ConfigError(problems)
-    return Project(file, settings, disabled)
+    places = {k: doc.mark((k,)) for k in doc.value if isinstance(k, str)}
+    return Project(file, settings, disabled, places, boundary)
+
+
+def _leaves(base: Path, relative: str, boundary: Path) -> str | None:
+    """Why the path ``relative`` (to ``base``) is not inside ``boundary``, or None."""
+    written = os.path.normpath(os.path.join(os.path.abspath(base), relative))
+    if not within(written, os.path.abspath(boundary)):
+        if PurePath(relative).is_absolute():
+            return (
+                f"{relative!r} is absolute, outside the repository ({boundary}): paths are "
+                "relative to the project file and stay inside it"
+            )
+        return f"{relative!r} leaves the repository ({boundary}): paths stay inside it"
+    if not within(os.path.realpath(written), os.path.realpath(boundary)):
+        return (
+            f"{relative!r} leads out of the repository ({boundary}) through a symbolic link: "
+            "paths stay inside it"
+        )
+    return None
+
+
+def within(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or below it (both absolute, as given)."""
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def project_json_schema() -> dict[str, Any]:

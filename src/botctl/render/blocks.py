@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from botctl.values import controls_shown
+
 # What can start inline Markdown (emphasis, code, links, images, HTML, entities, strikethrough,
 # table cells) or reach people (@mentions, #references); block syntax cannot start mid-line.
 _ACTIVE = re.compile(r"([\\`*_\[\]<>&|~!@#])")
@@ -18,14 +20,15 @@ _BACKTICKS = re.compile(r"`+")
 def text(value: str) -> str:
     """Inline text (never at the start of a line) shown as written: CommonMark lets a
     backslash escape any ASCII punctuation, so no link, HTML, emphasis, mention or table cell
-    border can start inside it."""
-    return _ACTIVE.sub(r"\\\1", " ".join(value.splitlines()))
+    border can start inside it; control characters (bidirectional ones too) as ``\\xNN``."""
+    return _ACTIVE.sub(r"\\\1", controls_shown(" ".join(value.splitlines())))
 
 
 def code(value: str) -> str:
     """A code span, safe in a table cell: delimited by more backticks than any run inside it,
-    with ``|`` escaped (GitHub splits table cells at ``|`` even inside code spans)."""
-    value = " ".join(value.splitlines()).replace("|", "\\|")
+    with ``|`` escaped (GitHub splits table cells at ``|`` even inside code spans), control
+    characters (bidirectional ones too) as ``\\xNN``."""
+    value = controls_shown(" ".join(value.splitlines())).replace("|", "\\|")
     ticks = "`" * (max((len(run) for run in _BACKTICKS.findall(value)), default=0) + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
     return f"{ticks}{pad}{value}{pad}{ticks}"

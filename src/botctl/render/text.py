@@ -164,7 +164,7 @@ def _unified(before: JsonValue, after: JsonValue, indent: str) -> list[str]:
     old = before.splitlines() if isinstance(before, str) else []
     new = after.splitlines() if isinstance(after, str) else []
     lines = difflib.unified_diff(old, new, "before", "after", lineterm="", n=2)
-    return [f"{indent}{line}" for line in lines]
+    return [f"{indent}{visible(line)}" for line in lines]  # every format shows them: inert
 
 
 def _item_line(item: ItemChange) -> str:

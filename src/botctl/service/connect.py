@@ -23,6 +23,7 @@ from botctl.service.embedded import SANDBOX_BASE, sandbox_key, sandbox_transport
 from botctl.service.options import ServiceOptions
 from botctl.service.redact import api_key_problem, unusable_keys_message
 from botctl.service.translate import printable
+from botctl.values import mask_url_credentials
 
 
 def resolve_keys(
@@ -67,7 +68,7 @@ def check_api_url(url: str) -> str:
     with 404, which botctl would otherwise take for a deployment without reads."""
     candidate = url.strip()
     # Shown without any user:password@ it may carry, whether or not it parses.
-    got = f"got {printable(re.sub(r'//[^/?#]*@', '//', candidate))!r}"
+    got = f"got {printable(mask_url_credentials(re.sub(r'//[^/?#]*@', '//', candidate)))!r}"
     if any(char.isspace() or not char.isprintable() for char in candidate):
         # A line break or a space inside (two URLs pasted into BOTCTL_API_URL, say): no URL.
         raise BotctlError(f"--api-url must be one URL, without spaces or control characters; {got}")

@@ -33,7 +33,7 @@ from botctl.service.reply import (
     format_size,
 )
 from botctl.service.retry import NEVER_SENT, Kind
-from botctl.values import SECRET_MASK
+from botctl.values import SECRET_MASK, mask_url_credentials
 
 LIST_CHATBOTS = "/get-chatbots"
 _EXCERPT = 200
@@ -251,9 +251,10 @@ def reads_unavailable(call: Call, status: int, message: str) -> bool:
 
 
 def shown(url: str) -> str:
-    """A URL as printed: without any user:password@ it may carry."""
+    """A URL as printed: without any user:password@ it may carry, and without the value of a
+    query parameter named like a credential (``?access_token=``)."""
     parts = urlsplit(url)
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return mask_url_credentials(parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl())
 
 
 def printable(text: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import time
 import uuid
@@ -25,15 +24,15 @@ from types import TracebackType
 from pydantic_core import from_json
 
 from botctl.errors import StateError
+from botctl.values import mask_url_credentials
 
 Version = str | None  # None: nothing is stored yet
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
-
 
 def redact(text: str) -> str:
-    """``text`` with the user info (user, password, token) of any URL in it masked."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+    """``text`` with the credentials of any URL in it masked: its user info (user, password,
+    token), and a query parameter named like a credential."""
+    return mask_url_credentials(text)
 
 
 class LeaseLost(StateError):

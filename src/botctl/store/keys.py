@@ -7,13 +7,20 @@ local file, the key file beside it (``<state>.key``, created 0600 with a random 
 time a fingerprint needs one). A state shared through a backend (a git branch, an S3 object)
 has no key file: its readers would be the key's readers too, so the variable is required
 there once a fingerprint is needed.
+
+A key file is refused as ssh refuses a private key: when it is a symbolic link (a link
+committed beside a state would read another file as the key, or have ``init-key`` write
+through it), owned by another user, or readable or writable by anyone but its owner
+(``chmod 600 FILE``).
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import secrets as _random
+import stat
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,9 +79,10 @@ def find_key(backend: StateBackend, environ: Mapping[str, str] | None = None) ->
 
 
 def read_key_file(file: Path) -> bytes | None:
-    """The key in ``file`` (None when there is no such file)."""
+    """The key in ``file`` (None when there is no such file), refused when the file is not
+    its owner's alone (see the module)."""
     try:
-        data = read_bytes_if_any(file)
+        data = _read_private(file)
     except (UnreadableFile, OSError) as exc:
         raise StateKeyError(f"cannot read the state key file {file}: {exc.strerror}") from None
     if data is None:
@@ -83,6 +91,32 @@ def read_key_file(file: Path) -> bytes | None:
     if not key:
         raise StateKeyError(f"the state key file {file} is empty")
     return key
+
+
+def _read_private(file: Path) -> bytes | None:
+    try:
+        info = os.lstat(file)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        raise StateKeyError(
+            f"the state key file {file} is a symbolic link: refused (a key file is a file of "
+            "its own; replace the link with the file it points to)"
+        )
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        raise StateKeyError(
+            f"the state key file {file} belongs to another user (uid {info.st_uid}): refused"
+        )
+    if info.st_mode & 0o077:
+        raise StateKeyError(
+            f"the state key file {file} is accessible by others (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}): refused, as ssh refuses such a key; "
+            f"`chmod 600 {file}`"
+        )
+    data = read_bytes_if_any(file)
+    if data is not None and not stat.S_ISREG(info.st_mode):  # pragma: no cover - raced
+        raise UnreadableFile(errno.EINVAL, "not a file", str(file))
+    return data
 
 
 FOR_SECRETS = "the configuration uses ${secret:...}, whose fingerprints the state keeps"

@@ -8,9 +8,11 @@ it: git's receive-pack updates the branch only if it still points there (and the
 descends from it, so the push fast-forwards). A push that loses is a lost compare-and-swap.
 
 botctl runs the ``git`` executable in a private bare repository in a temporary directory
-(0700), removed when done: the user's working tree, index and refs are never touched.
-Credentials are git's own (credential helpers, SSH agent, a URL's user info); any URL in
-botctl's messages or in git's errors is shown without its user info.
+(0700), removed when done: the user's working tree, index and refs are never touched. git
+runs through ``botctl.gitexec`` (transports limited, operands after ``--end-of-options``,
+each process under a deadline: ``BOTCTL_GIT_TIMEOUT``, default 60 s). Credentials are git's
+own (credential helpers, SSH agent, a URL's user info); any URL in botctl's messages or in
+git's errors is shown without its user info.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from botctl import gitexec
 from botctl.errors import StateError
 from botctl.store.backend import (
     LockInfo,
@@ -36,8 +39,6 @@ from botctl.store.backend import (
 SCHEME = "git+"
 # Pushes lost to another writer before a lock is taken or removed (each a fresh look).
 _LOCK_ATTEMPTS = 10
-# The user's repository, if botctl runs inside one, must never be what git works on.
-REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 _NO_OBJECT = "0" * 40
 _RENEWAL = "Lease-Renewal: "  # the trailer of a lease renewal commit, with its holder
 _PUSH_LOST = ("[rejected]", "cannot lock ref", "but expected", "stale info", "fetch first")
@@ -58,11 +59,22 @@ def parse_git_url(
             f"{what} {redact(url)!r}: expected git+<repository URL>#<branch>:<path in the "
             f"branch>, e.g. {example}"
         )
-    if branch.startswith("-") or ".." in branch or branch.endswith((".lock", "/")):
+    problem = gitexec.check_repository(repo)
+    if problem:
+        raise StateError(f"{what} {redact(url)!r}: {problem} (e.g. {example})")
+    if (
+        branch.startswith("-")
+        or ".." in branch
+        or branch.endswith((".lock", "/"))
+        or any(c.isspace() or not c.isprintable() or c in "~^:?*[\\" for c in branch)
+    ):
         raise StateError(
             f"{what} {redact(url)!r}: {branch!r} is not a usable branch name (e.g. {example})"
         )
-    return repo, branch, path.strip("/")
+    path = path.strip("/")
+    if path.startswith("-") or any(not c.isprintable() for c in path):
+        raise StateError(f"{what} {redact(url)!r}: {path!r} is not a usable path (e.g. {example})")
+    return repo, branch, path
 
 
 class GitBackend(StateBackend):
@@ -74,7 +86,8 @@ class GitBackend(StateBackend):
         self.ref = f"refs/heads/{self.branch}"
         self.where = redact(url)
         self._dir: Path | None = None
-        self._env: dict[str, str] = {}
+        self._runner = gitexec.Git({}, gitexec.default_timeout(), f"state {self.where}")
+        self._env = self._runner.env
 
     # --- the private repository -------------------------------------------------------
 
@@ -84,9 +97,8 @@ class GitBackend(StateBackend):
                 raise StateError(f"state {self.where} needs the git executable on PATH")
             self._dir = Path(tempfile.mkdtemp(prefix="botctl-state-"))
             weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
-            env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
-            self._env = {**env, "LC_ALL": "C"}
-            self._git("init", "--quiet", "--bare", str(self._dir))
+            self._env.update(gitexec.environment(os.environ))
+            self._git("init", "--quiet", "--bare", "--end-of-options", str(self._dir))
             self._env["GIT_DIR"] = str(self._dir)
             self._env.update(self._identity())
         return self._dir
@@ -100,18 +112,15 @@ class GitBackend(StateBackend):
         self, *args: str, input: str | None = None, ok: tuple[int, ...] = (0,)
     ) -> subprocess.CompletedProcess[str]:
         try:
-            proc = subprocess.run(
-                ["git", *args],
-                input=input,
-                capture_output=True,
-                encoding="utf-8",
-                errors="replace",
-                env=self._env or None,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                check=False,
-            )
-        except OSError as exc:
-            raise StateError(f"state {self.where}: cannot run git: {exc.strerror}") from None
+            done = self._runner.run(args, input=None if input is None else input.encode())
+        except gitexec.GitError as exc:
+            raise StateError(f"state {self.where}: {exc}") from None
+        proc = subprocess.CompletedProcess(
+            done.args,
+            done.returncode,
+            done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"),
+        )
         if proc.returncode not in ok:
             detail = redact((proc.stderr or proc.stdout).strip()) or f"exit {proc.returncode}"
             raise StateError(f"state {self.where}: git {args[0]} failed: {detail}")
@@ -135,7 +144,9 @@ class GitBackend(StateBackend):
     def _fetch_tip(self) -> str | None:
         """The branch's tip on the remote, fetched into the private repository."""
         self._git_dir()
-        listed = self._git("ls-remote", "--exit-code", self.repo, self.ref, ok=(0, 2))
+        listed = self._git(
+            "ls-remote", "--exit-code", "--end-of-options", self.repo, self.ref, ok=(0, 2)
+        )
         if listed.returncode == 2:
             return None
         sha = listed.stdout.split()[0]
@@ -144,6 +155,7 @@ class GitBackend(StateBackend):
                 "fetch",
                 "--quiet",
                 "--no-tags",
+                "--end-of-options",
                 self.repo,
                 f"+{self.ref}:refs/botctl/tip",
                 ok=(0, 1, 128),
@@ -207,6 +219,7 @@ class GitBackend(StateBackend):
             "--porcelain",
             "--no-verify",
             f"--force-with-lease={self.ref}:{expected or ''}",
+            "--end-of-options",
             self.repo,
             f"{commit}:{self.ref}",
             ok=(0, 1, 128),
