@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,18 +90,23 @@ def test_a_git_that_hangs_is_cannot_tell(tmp_path: Path, monkeypatch: pytest.Mon
 def test_git_gets_no_shell_and_the_name_after_the_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What git is given: its arguments as a list, `--` before the file's name."""
-    seen: list[list[str]] = []
-    real = subprocess.run
+    """What git is given: its arguments as a list, `--` before the file's name, fsmonitor
+    off in its environment (a repository's configuration could name a program)."""
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    real = subprocess.Popen
 
-    def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    def popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         assert "shell" not in kwargs
-        seen.append(list(args))
-        return real(args, **kwargs)  # type: ignore[call-overload, no-any-return]
+        seen.append((list(args), dict(kwargs["env"])))
+        return real(args, **kwargs)
 
     repo = repository(tmp_path / "repo")
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "Popen", popen)
     assert ignored(repo / "--exclude-standard") is False
-    [args] = seen
+    [(args, env)] = seen
     assert args[-2:] == ["--", "--exclude-standard"]
-    assert "core.fsmonitor=false" in args
+    config = {
+        env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"]
+        for i in range(int(env["GIT_CONFIG_COUNT"]))
+    }
+    assert config["core.fsmonitor"] == "false"

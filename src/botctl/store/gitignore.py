@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from botctl import gitexec
 from botctl.errors import BotctlError
 from botctl.store.files import read_text_if_any, write_atomically
 
@@ -57,29 +58,18 @@ def ensure_ignored(directory: Path) -> Merged:
 
 
 def _git(directory: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    """git run in ``directory`` with ``args`` (the caller puts ``--`` before operands), or
-    None when it cannot run. No shell; no prompt; fsmonitor off (a repository's
-    configuration names a program that git would run otherwise)."""
-    git = shutil.which("git")
-    if git is None or not directory.is_dir():
+    """git run in ``directory`` with ``args`` (the caller puts ``--`` before operands) the
+    one hardened way (``botctl.gitexec``: no shell, no prompt, no hooks), with fsmonitor off
+    (a repository's configuration names a program that git would run otherwise) and no
+    optional locks; None when it cannot run or hangs past its deadline."""
+    if shutil.which("git") is None or not directory.is_dir():
         return None
-    env = {
-        **os.environ,
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-    }
-    command = [git, "-c", "core.fsmonitor=false", "-C", str(directory), *args]
+    env = gitexec.environment(
+        os.environ, config=(("core.fsmonitor", "false"),), extra={"GIT_OPTIONAL_LOCKS": "0"}
+    )
     try:
-        return subprocess.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return gitexec.Git(env, GIT_TIMEOUT, "git check-ignore").run(["-C", str(directory), *args])
+    except gitexec.GitError:
         return None
 
 
