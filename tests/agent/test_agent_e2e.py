@@ -19,7 +19,11 @@ from tests.agent.support import (
     Receiver,
     by_id,
     github_headers,
+    gitlab_headers,
+    idle,
     last_cycle,
+    newest,
+    push_body,
 )
 from tests.e2e_support import Bench, bot_yaml
 
@@ -27,6 +31,7 @@ KEY = "sk-agent-KEY-b71f0c-distinctive"  # found in no response, notification or
 SECRET = "TOKEN-zebra-91827-secret"  # a ${secret:} value: likewise
 HOOK = "hook-secret-4411"
 STATE_KEY = "state-key-quokka-6620"  # BOTCTL_STATE_KEY: likewise
+GIT_TOKEN = "ghp-gittoken-wombat-3141"  # BOTCTL_GIT_TOKEN: likewise
 
 
 @pytest.fixture
@@ -49,6 +54,7 @@ def env(bench: Bench, **extra: str) -> dict[str, str]:
         "PROMPT_TOKEN": SECRET,
         "HOOK_SECRET": HOOK,
         "BOTCTL_STATE_KEY": STATE_KEY,
+        "BOTCTL_GIT_TOKEN": GIT_TOKEN,
         **extra,
     }
 
@@ -105,52 +111,66 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
         assert agent.get("/healthz").status_code == 200
         assert agent.get("/readyz").status_code == 200
 
-        # Unsigned, wrongly signed, wrong token: 401, and no cycle is triggered.
-        cycles = len(doc["cycles"])
+        # Unsigned, wrongly signed, wrong token: 401, and no cycle is asked for (a trigger
+        # is pending from the moment it is made: none is, and none runs).
+        doc = agent.wait_for(idle, what="idle")
+        cycles = newest(doc)
         body = json.dumps({"ref": "refs/heads/main"}).encode()
         assert agent.hook(body, {}).status_code == 401
         assert agent.hook(body, github_headers(body, "not-the-secret")).status_code == 401
-        assert agent.hook(body, {"X-Gitlab-Token": "not-the-secret"}).status_code == 401
+        assert agent.hook(body, gitlab_headers("not-the-secret")).status_code == 401
         tampered = github_headers(body, HOOK)
         assert agent.hook(body + b" ", tampered).status_code == 401
-        time.sleep(0.5)
-        assert len(agent.status()["cycles"]) == cycles
+        doc = agent.status()
+        assert idle(doc), doc
+        assert newest(doc) == cycles
 
         # A pushed commit is applied after its signed webhook (the interval is an hour).
         second = remote.push(
             {"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.7")}, "sales warmer"
         )
         bench.clear_log()
-        answer = agent.hook(body, github_headers(body, HOOK))
+        pushed = push_body(second)
+        answer = agent.hook(pushed, github_headers(pushed, HOOK))
         assert answer.status_code == 202, answer.text
-        agent.wait_for(lambda d: d["appliedRevision"] == second and all_synced(d), 20, "second")
+        assert answer.json() == {"status": "triggered", "cycle": "now"}
+        doc = agent.wait_for(lambda d: d["appliedRevision"] == second and all_synced(d), 20)
+        assert [(c["number"], c["trigger"]) for c in doc["cycles"][:1]] == [(cycles + 1, "webhook")]
         assert settings_of(bench, "bot-2")["temp"] == 0.7
         assert [w["path"] for w in bench.writes()] == ["/api/v1/update-chatbot-settings"]
 
         # GitHub's ping answers, a body over 1 MiB is refused: neither triggers a cycle.
-        cycles = len(agent.status()["cycles"])
-        ping = {**github_headers(body, HOOK), "X-GitHub-Event": "ping"}
+        cycles = newest(agent.wait_for(idle, what="idle"))
+        ping = github_headers(body, HOOK, event="ping")
         assert agent.hook(body, ping).json() == {"status": "pong"}
         huge = b" " * (2 << 20)
         assert agent.hook(huge, github_headers(huge, HOOK)).status_code == 413
-        time.sleep(0.3)
-        assert len(agent.status()["cycles"]) == cycles
 
-        # A push to another branch is acknowledged and ignored.
+        # A push to another branch, a tag, an event that is not a push: acknowledged, ignored.
         other = json.dumps({"ref": "refs/heads/feature"}).encode()
-        assert agent.hook(other, github_headers(other, HOOK)).json()["status"] == "ignored"
+        answer = agent.hook(other, github_headers(other, HOOK))
+        assert answer.json() == {"status": "ignored", "reason": "a push to refs/heads/feature"}
+        tag = json.dumps({"ref": "refs/tags/v1"}).encode()
+        assert agent.hook(tag, gitlab_headers(HOOK, "Tag Push Hook")).json()["status"] == "ignored"
+        issue = json.dumps({"action": "opened"}).encode()
+        answer = agent.hook(issue, github_headers(issue, HOOK, event="issues"))
+        assert answer.json()["reason"] == "a 'issues' event: only a push triggers a cycle"
+        doc = agent.status()
+        assert idle(doc), doc
+        assert newest(doc) == cycles
 
         # An invalid commit: reported located (status, log, notification), nothing sent.
-        broken = SALES.replace("temp: 0.5", "temp: hot")
+        # The error quotes the value: BOTCTL_GIT_TOKEN's (masked everywhere, checked below).
+        broken = SALES.replace("temp: 0.5", f"temp: {GIT_TOKEN}")
         third = remote.push({"bots/sales.yaml": broken}, "broken")
         bench.clear_log()
-        assert agent.hook(body, {"X-Gitlab-Token": HOOK}).status_code == 202
+        assert agent.hook(push_body(third), gitlab_headers(HOOK)).status_code == 202
         doc = agent.wait_for(
             lambda d: (d["invalidRevision"] or {}).get("revision") == third, 20, "invalid"
         )
         error = doc["invalidRevision"]["error"]
         assert "bots/sales.yaml:" in error, error
-        assert "temp" in error, error
+        assert "temp: must be a number" in error, error
         assert str(bench.workdir / "cache") not in error  # the source's paths, not the cache's
         assert doc["appliedRevision"] == second
         assert doc["revision"] == second  # the last good revision is kept
@@ -160,7 +180,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
 
         # The next good commit syncs.
         fourth = remote.push({"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.9")})
-        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
+        pushed = push_body(fourth)
+        assert agent.hook(pushed, github_headers(pushed, HOOK)).status_code == 202
         doc = agent.wait_for(lambda d: d["appliedRevision"] == fourth and all_synced(d), 20)
         assert doc["invalidRevision"] is None
         assert settings_of(bench, "bot-2")["temp"] == 0.9
@@ -203,6 +224,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
     assert SECRET not in everything
     assert HOOK not in everything
     assert STATE_KEY not in everything
+    assert GIT_TOKEN not in everything
+    assert "(secret)" in failed[-1]["text"]  # where the token was: masked, not left out
     assert all(line.startswith("{") for line in agent.lines), agent.log_text()
 
 
@@ -330,7 +353,11 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 2, 60, "failures")
         assert doc["backoffSeconds"] >= 2  # 2 s doubling, not the 0.2 s interval
         assert "403" in doc["lastError"]
-        assert agent.get("/readyz").status_code == 503
+        # The service's health is not readiness: the pod stays in its Service (webhooks
+        # reach it), the failure is in /status and the metrics.
+        ready = agent.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"ready": True, "role": "active", "serviceAnswering": False}
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 3, 60, "more failures")
         assert doc["backoffSeconds"] == 3  # the ceiling
         families = text_string_to_metric_families(agent.get("/metrics").text)
@@ -340,7 +367,7 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
         bench.admin("DELETE", "/faults")
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] == 0, 60, "recovery")
         assert doc["backoffSeconds"] == 0
-        assert agent.get("/readyz").status_code == 200
+        assert agent.get("/readyz").json()["serviceAnswering"] is True
         (recovered,) = receiver.wait_for("recovered")
         assert recovered["event"]["failedCycles"] >= 3
     finally:
@@ -485,7 +512,6 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
     bench.env = {"BOTCTL_API_KEY": KEY}
     accepted = bench.run("drift", "--accept", str(ack), str(bench.config_dir))
     assert accepted.exit_code == 0, accepted.output
-    body = b"{}"
     agent = start(
         bench,
         str(bench.config_dir),
@@ -510,12 +536,14 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
         )
         assert accepted.exit_code == 0, accepted.output
         cycles = len(doc["cycles"])
+        body = push_body("1")
         assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
         doc = agent.wait_for(lambda d: len(d["cycles"]) > cycles, what="a cycle")
         assert by_id(doc)["bot-1"]["status"] == "Synced"  # acknowledged: not counted
         assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # nor healed
         # The live value moves on: the acknowledgement no longer covers it.
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
+        body = push_body("2")
         assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
         agent.wait_for(lambda d: last_cycle(d) == "healed", what="healed")
         assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"

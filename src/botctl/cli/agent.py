@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -11,7 +12,7 @@ import sys
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 from click.core import ParameterSource
@@ -37,9 +38,15 @@ from botctl.cli.options import (
 from botctl.defaults import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_WATCHDOG,
     STATE_KEY_ENV,
 )
 from botctl.errors import EXIT_OK, BotctlError
+
+if TYPE_CHECKING:
+    from botctl.agent.log import Log
+    from botctl.agent.loop import Agent
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -90,6 +97,9 @@ class AgentOptions:
     self_heal: bool
     reassert_every: timedelta | None
     listen: tuple[str, int]
+    allowed_hosts: tuple[str, ...]
+    max_connections: int
+    watchdog: timedelta
     webhook_secret_env: str | None
     notify_urls: tuple[str, ...]
     notify_on: frozenset[str]
@@ -144,6 +154,31 @@ class AgentOptions:
     metavar="HOST:PORT",
     help="Where to serve /healthz, /readyz, /metrics, /status, the status page and "
     "/hooks/git (port 0: any free; the port is logged).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name the listener answers for in the Host header (repeatable; *.example.com for "
+    "its subdomains, * for any). IP addresses and localhost are always answered; any other "
+    "name is refused (421), against DNS rebinding.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(2),
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections the listener keeps open at once; past it the oldest idle or half-sent "
+    "one is closed (each has 10 s to send its request head).",
+)
+@click.option(
+    "--watchdog",
+    type=Duration(),
+    default=DEFAULT_WATCHDOG,
+    show_default=True,
+    help="/healthz fails (503) when the loop has made no progress this long after its next "
+    "cycle was due: no cycle started or finished, no request sent or answered.",
 )
 @click.option(
     "--webhook-secret-env",
@@ -256,11 +291,10 @@ def agent(o: AgentOptions) -> int:
           --auto-apply --self-heal --state s3://acme-botctl/state.json \\
           --webhook-secret-env HOOK_SECRET --notify https://hooks.slack.com/...
     """
-    from botctl.agent.listener import make_app, make_server
     from botctl.agent.log import Log, Redactor
     from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.notify import Notifier
-    from botctl.agent.source import TOKEN_VARIABLE, GitSource, open_source
+    from botctl.agent.source import TOKEN_VARIABLE, open_source
     from botctl.agent.status import AgentStatus
     from botctl.config.project import PROJECT_FILE_NAMES, load_project
     from botctl.store.backend import redact
@@ -274,7 +308,6 @@ def agent(o: AgentOptions) -> int:
     secret_env = o.webhook_secret_env
     if secret_env and not os.environ.get(secret_env):
         raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
-    host, port = o.listen
     state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
@@ -284,7 +317,8 @@ def agent(o: AgentOptions) -> int:
     redactor = Redactor(os.environ, variables, secrets)
     log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
     src = open_source(o.source, o.cache_dir)
-    status = AgentStatus(src.description, history=o.history)
+    status = AgentStatus(src.description, history=o.history, watchdog=o.watchdog.total_seconds())
+    _open_files(log)
 
     # An option given neither as a flag nor in the environment takes a revision's own
     # botctl.yaml value (each revision may carry one), as every command takes its project
@@ -339,14 +373,45 @@ def agent(o: AgentOptions) -> int:
         describe=redact,
     )
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
+    _serve(o, runner, redact(os.fspath(state)))
+    sys.stderr.flush()
+    return EXIT_OK
+
+
+def _open_files(log: Log) -> None:
+    """The soft limit on open files raised to the hard one, said in the log: a flood of
+    connections meets the listener's cap, not the process's limit."""
+    from botctl.agent.guard import raise_open_file_limit
+
+    found = raise_open_file_limit()
+    if found is None:
+        return
+    before, after = found
+    if after > before:
+        log.info("limits", f"open files: soft limit raised from {before} to {after}")
+    else:
+        log.info("limits", f"open files: limit {after}")
+
+
+def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
+    """Listen, run the loop until a signal stops it, then close everything."""
+    from botctl.agent.guard import ConnectionGuard, Throttle
+    from botctl.agent.hosts import AllowedHosts
+    from botctl.agent.listener import HEAD_TIMEOUT, make_app, make_server
+    from botctl.agent.source import GitSource
+
+    status, log, src = runner.status, runner.log, runner.source
+    secret_env = o.webhook_secret_env
     app = make_app(
         status,
         runner.trigger,
-        redactor,
+        runner.redact,
         webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
         branch=src.branch if isinstance(src, GitSource) else None,
         refresh=o.page_refresh,
+        allowed_hosts=AllowedHosts.of(o.allowed_hosts),
     )
+    host, port = o.listen
     try:
         sock = socket.create_server(
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -354,18 +419,26 @@ def agent(o: AgentOptions) -> int:
     except OSError as exc:
         why = str(exc.strerror).split(" (while attempting")[0]
         raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
+    # Errors repeated many times a second (accept failing with EMFILE, uvicorn's warnings on
+    # bad requests) are logged once a minute, with a count of the others.
+    throttle = Throttle(lambda message: log.warning("listener", message))
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(throttle.handler())
+    uvicorn_log.propagate = False
+    closed = status.metrics.connections_closed
+    guard = ConnectionGuard(
+        o.max_connections, HEAD_TIMEOUT, lambda reason: closed.labels(reason=reason).inc()
+    )
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        notifier.start()
-        server = make_server(app, host, port)
+        loop.set_exception_handler(throttle.loop_errors())
+        runner.notifier.start()
+        server = make_server(app, host, port, guard)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         bound = sock.getsockname()[1]
         log.info(
-            "listen",
-            f"listening on http://{host}:{bound}",
-            source=src.description,
-            state=redact(os.fspath(state)),
+            "listen", f"listening on http://{host}:{bound}", source=src.description, state=state
         )
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, runner.request_stop, sig)
@@ -373,14 +446,12 @@ def agent(o: AgentOptions) -> int:
             await runner.run()
         finally:
             server.should_exit = True
-            await notifier.close(timeout=min(5.0, settings.drain_timeout))
+            await runner.notifier.close(timeout=min(5.0, runner.settings.drain_timeout))
             await serving
-            lease.close()
+            runner.lease.close()
             log.info("stop", "stopped: lease released")
 
     try:
         asyncio.run(main())
     finally:
         sock.close()
-    sys.stderr.flush()
-    return EXIT_OK
