@@ -242,12 +242,28 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
         doc = agent.wait_for(lambda d: by_id(d)["bot-1"]["status"] == "Drifted", what="drift")
         assert by_id(doc)["bot-1"]["drift"] == {"changed_outside": 1}
-        time.sleep(1.0)  # a few more cycles: reported, never re-applied
-        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"
         drift = receiver.wait_for("drift")
+        seen = newest(doc)
+        agent.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")
+        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # reported, not re-applied
+        drift = receiver.events("drift")
         assert len(drift) == 1, receiver.bodies  # once, not every cycle
         assert drift[0]["event"]["items"][0]["key"] == "model"
         assert "support" in drift[0]["text"]
+
+        # The set of drifted values changes (one more; then one put back): each change is
+        # news, while the drift itself never ends.
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Renamed"}})
+        drift = receiver.wait_for("drift", lambda e: len(e["event"]["items"]) == 2)
+        assert {i["key"] for i in drift[-1]["event"]["items"]} == {"model", "name"}
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-4o-mini"}})
+        drift = receiver.wait_for("drift", lambda e: len(e["event"]["items"]) == 1 and e != drift[0])
+        assert [i["key"] for i in drift[-1]["event"]["items"]] == ["name"]
+        seen = newest(agent.status())
+        agent.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")
+        assert len(receiver.events("drift")) == 3, receiver.bodies
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Support"}})
+        agent.wait_for(all_synced, what="the drift gone")
     finally:
         assert agent.stop(signal.SIGINT) == 0
     healer = start(bench, *common, receiver.url, "--self-heal")
