@@ -257,7 +257,9 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         drift = receiver.wait_for("drift", lambda e: len(e["event"]["items"]) == 2)
         assert {i["key"] for i in drift[-1]["event"]["items"]} == {"model", "name"}
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-4o-mini"}})
-        drift = receiver.wait_for("drift", lambda e: len(e["event"]["items"]) == 1 and e != drift[0])
+        drift = receiver.wait_for(
+            "drift", lambda e: len(e["event"]["items"]) == 1 and e != drift[0]
+        )
         assert [i["key"] for i in drift[-1]["event"]["items"]] == ["name"]
         seen = newest(agent.status())
         agent.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")

@@ -66,6 +66,7 @@ def make_app(
     branch: str | None,
     refresh: int,
     allowed_hosts: AllowedHosts,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> Starlette:
     def redacted(doc: Any, code: int = 200) -> Response:
         text = redact(json.dumps(doc, ensure_ascii=False, default=str))
@@ -99,7 +100,7 @@ def make_app(
         html = redact(render_page(status.to_document(), refresh))
         return Response(html, media_type="text/html; charset=utf-8")
 
-    webhook = Webhook(status, trigger, webhook_secret, branch)
+    webhook = Webhook(status, trigger, webhook_secret, branch, body_timeout)
     return Starlette(
         routes=[
             Route("/healthz", healthz),
@@ -122,11 +123,13 @@ class Webhook:
         trigger: Callable[[], str],
         secret: Callable[[], str | None],
         branch: str | None,
+        body_timeout: float,
     ) -> None:
         self.status = status
         self.trigger = trigger
         self.secret = secret
         self.branch = branch
+        self.body_timeout = body_timeout
         self.deliveries = hooks.Deliveries()
 
     async def endpoint(self, request: Request) -> Response:
@@ -172,7 +175,7 @@ class Webhook:
             raise Refused(401, "missing X-Hub-Signature-256 / X-Gitlab-Token")
         if not found.needs_body and not hooks.token_matches(found, secret):
             raise Refused(401, "wrong X-Gitlab-Token")
-        body = await read_body(request, MAX_HOOK_BYTES, BODY_TIMEOUT)
+        body = await read_body(request, MAX_HOOK_BYTES, self.body_timeout)
         if found.needs_body and not hooks.signature_matches(found, body, secret):
             raise Refused(401, "wrong X-Hub-Signature-256")
         return body, found
