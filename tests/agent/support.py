@@ -169,8 +169,25 @@ class AgentProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=10)
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=10, **kwargs)
+
+    def poll(
+        self,
+        path: str,
+        check: Callable[[httpx.Response], bool],
+        timeout: float = 30,
+        what: str = "",
+    ) -> httpx.Response:
+        """GET ``path`` until ``check`` holds for the answer; that answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.get(path)
+            if check(answer):
+                return answer
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"timed out waiting for {what}: {answer.text[:2000]}")
+            time.sleep(0.05)
 
     def status(self) -> dict[str, Any]:
         answer = self.get("/status")
