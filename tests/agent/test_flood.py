@@ -125,7 +125,7 @@ def test_out_of_file_descriptors_the_agent_fails_its_cycles_lives_and_recovers(
                 "a cycle failing for want of descriptors",
             )
             assert agent.proc.poll() is None
-        doc = agent.poll("/healthz", lambda r: r.status_code == 200, 60, "the listener back")
+        agent.poll("/healthz", lambda r: r.status_code == 200, 60, "the listener back")
         number = int(failed["message"].split()[1])
         doc = agent.wait_for(
             lambda d: newest(d) > number and last_cycle(d) == "synced", 120, "recovery"
