@@ -26,6 +26,7 @@ from tests.agent.support import (
     push_body,
 )
 from tests.e2e_support import Bench, bot_yaml
+from tests.tools import need
 
 KEY = "sk-agent-KEY-b71f0c-distinctive"  # found in no response, notification or log line
 SECRET = "TOKEN-zebra-91827-secret"  # a ${secret:} value: likewise
@@ -393,12 +394,9 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
 
 
 def test_status_page_in_headless_chromium_shows_every_chatbot(bench: Bench, tmp_path: Path) -> None:
-    import shutil
     import subprocess
 
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does)")
+    browser = need("chromium", "chromium-browser", install="apt-get install -y chromium")
     names = [f"bot-{i}" for i in range(5)]
     for i, chatbot_id in enumerate(names):
         bench.create_bot(chatbot_id, account=KEY)
