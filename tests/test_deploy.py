@@ -48,6 +48,18 @@ def agent_params(args: list[str]) -> dict[str, Any]:
         raise AssertionError(f"botctl agent {shlex.join(args)}: {exc.format_message()}") from exc
 
 
+def variables_read(params: dict[str, Any]) -> set[str]:
+    """The secrets an agent started with ``params`` reads from its environment (and the
+    control token's, reserved)."""
+    return {
+        DEFAULT_API_KEY_ENV,
+        params["webhook_secret_env"],
+        TOKEN_VARIABLE,
+        STATE_KEY_ENV,
+        CONTROL_TOKEN,
+    }
+
+
 # --- Kubernetes ---------------------------------------------------------------------------
 
 
@@ -136,13 +148,7 @@ def test_the_secret_carries_every_variable_the_agent_reads(
     params = agent_params(container["args"])
     secret = built["Secret", "botctl-agent"]
     assert secret["type"] == "Opaque"
-    wanted = {
-        DEFAULT_API_KEY_ENV,
-        params["webhook_secret_env"],
-        TOKEN_VARIABLE,
-        STATE_KEY_ENV,
-        CONTROL_TOKEN,
-    }
+    wanted = variables_read(params)
     assert wanted <= set(secret["stringData"]), wanted - set(secret["stringData"])
 
 
@@ -199,13 +205,7 @@ def test_the_unit_matches_the_documented_install() -> None:
     # Every secret the agent reads, in the EnvironmentFile's example.
     env = (DEPLOY / "systemd" / "agent.env").read_text()
     defined = set(re.findall(r"^([A-Z_]+)=", env, re.MULTILINE))
-    wanted = {
-        DEFAULT_API_KEY_ENV,
-        params["webhook_secret_env"],
-        TOKEN_VARIABLE,
-        STATE_KEY_ENV,
-        CONTROL_TOKEN,
-    }
+    wanted = variables_read(params)
     assert wanted <= defined, wanted - defined
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from tests import launch
-from tests.e2e_support import KEY
+from tests.e2e_support import KEY, Bench, bot_yaml
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "test",
@@ -267,6 +267,23 @@ def gitlab_headers(secret: str, event: str = "Push Hook") -> dict[str, str]:
 
 def agent_env(api_url: str, **extra: str) -> dict[str, str]:
     return {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": api_url, **extra}
+
+
+def one_bot(sandbox_factory: Any, workdir: Path) -> Bench:
+    """A sandbox with one chatbot, and a configuration directory that declares it."""
+    server = sandbox_factory()
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=workdir)
+    bench.create_bot("bot-1")
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
+    return bench
+
+
+def auto_applying(
+    bench: Bench, *argv: str, env: dict[str, str] | None = None, **popen: Any
+) -> AgentProcess:
+    """An agent applying the bench's configuration directory to its sandbox."""
+    args = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply", *argv]
+    return AgentProcess(args, agent_env(bench.api_url, **(env or {})), bench.workdir, **popen)
 
 
 def by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -16,19 +16,15 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.agent.support import AgentProcess, agent_env, last_cycle, newest
-from tests.e2e_support import Bench, bot_yaml
+from tests.agent.support import AgentProcess, auto_applying, last_cycle, newest, one_bot
+from tests.e2e_support import Bench
 
 HALF_SENT = b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow"
 
 
 @pytest.fixture
 def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
-    server = sandbox_factory()
-    found = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
-    found.create_bot("bot-1")
-    found.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
-    return found
+    return one_bot(sandbox_factory, tmp_path)
 
 
 def open_files(soft: int, hard: int | None = None) -> Callable[[], None]:
@@ -42,10 +38,7 @@ def open_files(soft: int, hard: int | None = None) -> Callable[[], None]:
 
 
 def start(bench: Bench, limits: Callable[[], None], *argv: str) -> AgentProcess:
-    args = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply", *argv]
-    return AgentProcess(
-        [*args, "--interval", "0.2s"], agent_env(bench.api_url), bench.workdir, preexec_fn=limits
-    )
+    return auto_applying(bench, "--interval", "0.2s", *argv, preexec_fn=limits)
 
 
 @contextmanager

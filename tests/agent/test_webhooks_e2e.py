@@ -14,31 +14,27 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.agent.support import (
     AgentProcess,
-    agent_env,
+    auto_applying,
     github_headers,
     gitlab_headers,
     idle,
     newest,
+    one_bot,
     push_body,
 )
-from tests.e2e_support import Bench, bot_yaml
+from tests.e2e_support import Bench
 
 HOOK = "hook-secret-8080"
 
 
 @pytest.fixture
 def bench(sandbox_factory: Any, tmp_path: Path) -> Bench:
-    server = sandbox_factory()
-    found = Bench(url=server.url, api_url=server.api_url, workdir=tmp_path)
-    found.create_bot("bot-1")
-    found.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
-    return found
+    return one_bot(sandbox_factory, tmp_path)
 
 
 def start(bench: Bench, *argv: str) -> AgentProcess:
-    args = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply", *argv]
-    env = agent_env(bench.api_url, HOOK_SECRET=HOOK)
-    return AgentProcess([*args, "--webhook-secret-env", "HOOK_SECRET"], env, bench.workdir)
+    secret = ["--webhook-secret-env", "HOOK_SECRET"]
+    return auto_applying(bench, *argv, *secret, env={"HOOK_SECRET": HOOK})
 
 
 def webhooks(agent: AgentProcess) -> dict[str, float]:
