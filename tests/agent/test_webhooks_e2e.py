@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,19 @@ def test_the_listener_refuses_a_rebound_name_and_answers_an_allowed_one(bench: B
         assert agent.get("/status", headers={"Host": "localhost:9464"}).status_code == 200
     finally:
         agent.stop(signal.SIGTERM)
+
+
+def test_malformed_requests_are_refused_and_logged_once_as_json(bench: Bench) -> None:
+    agent = start(bench, "--interval", "1h")
+    try:
+        agent.wait_for(lambda d: d["appliedRevision"] is not None, what="sync")
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", agent.port), timeout=30) as conn:
+                conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+                assert conn.recv(100).startswith(b"HTTP/1.1 400 ")
+        assert agent.get("/healthz").status_code == 200
+    finally:
+        agent.stop(signal.SIGTERM)
+    said = [e for e in agent.log() if "Invalid HTTP request" in e.get("message", "")]
+    assert [(e["level"], e["event"]) for e in said] == [("warn", "listener")]  # once a minute
+    assert all(line.startswith("{") for line in agent.lines), agent.log_text()

@@ -422,9 +422,7 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
     # Errors repeated many times a second (accept failing with EMFILE, uvicorn's warnings on
     # bad requests) are logged once a minute, with a count of the others.
     throttle = Throttle(lambda message: log.warning("listener", message))
-    uvicorn_log = logging.getLogger("uvicorn.error")
-    uvicorn_log.addHandler(throttle.handler())
-    uvicorn_log.propagate = False
+    uvicorn_log, through = logging.getLogger("uvicorn.error"), throttle.handler()
     closed = status.metrics.connections_closed
     guard = ConnectionGuard(
         o.max_connections, HEAD_TIMEOUT, lambda reason: closed.labels(reason=reason).inc()
@@ -451,7 +449,10 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
             runner.lease.close()
             log.info("stop", "stopped: lease released")
 
+    uvicorn_log.addHandler(through)
+    uvicorn_log.propagate = False
     try:
         asyncio.run(main())
     finally:
+        uvicorn_log.removeHandler(through)
         sock.close()
