@@ -151,7 +151,7 @@ class Agent:
             except TimeoutError:
                 break
         why = self._pending or ("retry" if backing_off else "interval")
-        self._pending = self.status.pending = None
+        self._pending = None  # status.pending too, once the cycle has started
         return why
 
     def _survive(self, exc: Exception) -> None:
@@ -173,7 +173,7 @@ class Agent:
         self._numbers += 1
         record = CycleRecord(self._numbers, trigger, now_iso())
         started = time.monotonic()
-        self.status.running = record.number
+        self.status.running, self.status.pending = record.number, None
         self.status.watchdog.beat()
         failed_before = self.status.failures
         try:
