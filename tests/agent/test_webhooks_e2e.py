@@ -4,9 +4,11 @@ backoff, and the watchdog fails /healthz when the loop stands still."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +194,54 @@ def test_malformed_requests_are_refused_and_logged_once_as_json(bench: Bench) ->
     said = [e for e in agent.log() if "Invalid HTTP request" in e.get("message", "")]
     assert [(e["level"], e["event"]) for e in said] == [("warn", "listener")]  # once a minute
     assert all(line.startswith("{") for line in agent.lines), agent.log_text()
+
+
+def test_systemd_hears_ready_and_a_watchdog_that_stops_while_the_loop_stands_still(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """The sd_notify protocol against a socket of the test's: READY=1 once listening,
+    WATCHDOG=1 every half of WATCHDOG_USEC while the loop moves, none while it stalls,
+    STOPPING=1 on SIGTERM."""
+    path = tmp_path / "notify.sock"
+    heard = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    heard.bind(str(path))
+    heard.settimeout(30)
+    systemd = {"NOTIFY_SOCKET": str(path), "WATCHDOG_USEC": "400000"}  # a ping every 0.2 s
+    agent = auto_applying(
+        bench, "--interval", "0.2s", "--watchdog", "2s", "--request-timeout", "120", env=systemd
+    )
+
+    def drain() -> list[str]:
+        heard.setblocking(False)
+        found = []
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                found.append(heard.recv(4096).decode())
+        heard.settimeout(30)
+        return found
+
+    try:
+        assert heard.recv(4096) == b"READY=1"
+        agent.wait_for(lambda d: d["appliedRevision"] is not None, what="sync")
+        assert heard.recv(4096) == b"WATCHDOG=1"
+        bench.admin("POST", "/faults", {"method": "GET", "path": "*", "latency_ms": 15000})
+        agent.poll("/healthz", lambda r: r.status_code == 503, what="stalled")
+        drain()  # those sent before the stall was seen
+        # Stalled for over a second (five periods of pings): not one more.
+        stalled = agent.poll(
+            "/healthz",
+            lambda r: r.status_code == 503 and r.json()["quietSeconds"] > 3.5,
+            what="a longer stall",
+        )
+        assert stalled.status_code == 503
+        assert "WATCHDOG=1" not in drain()[1:]  # one may have left as the stall began
+        agent.poll("/healthz", lambda r: r.status_code == 200, 60, "alive again")
+        assert heard.recv(4096) == b"WATCHDOG=1"
+        agent.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while "STOPPING=1" not in drain():
+            assert time.monotonic() < deadline, "no STOPPING=1"
+            time.sleep(0.05)
+    finally:
+        agent.stop(signal.SIGTERM)
+        heard.close()

@@ -47,6 +47,7 @@ from botctl.errors import EXIT_OK, BotctlError
 if TYPE_CHECKING:
     from botctl.agent.log import Log
     from botctl.agent.loop import Agent
+    from botctl.agent.sdnotify import SystemdNotifier
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -393,11 +394,27 @@ def _open_files(log: Log) -> None:
         log.info("limits", f"open files: limit {after}")
 
 
+def _listening(host: str, port: int) -> socket.socket:
+    try:
+        return socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
+        )
+    except OSError as exc:
+        why = str(exc.strerror).split(" (while attempting")[0]
+        raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
+
+
+def _stop(runner: Agent, systemd: SystemdNotifier, signum: int) -> None:
+    systemd.send("STOPPING=1")
+    runner.request_stop(signum)
+
+
 def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
     """Listen, run the loop until a signal stops it, then close everything."""
     from botctl.agent.guard import ConnectionGuard, Throttle
     from botctl.agent.hosts import AllowedHosts
     from botctl.agent.listener import HEAD_TIMEOUT, make_app, make_server
+    from botctl.agent.sdnotify import SystemdNotifier
     from botctl.agent.source import GitSource
 
     status, log, src = runner.status, runner.log, runner.source
@@ -412,13 +429,8 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
         allowed_hosts=AllowedHosts.of(o.allowed_hosts),
     )
     host, port = o.listen
-    try:
-        sock = socket.create_server(
-            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
-        )
-    except OSError as exc:
-        why = str(exc.strerror).split(" (while attempting")[0]
-        raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
+    sock = _listening(host, port)
+    systemd = SystemdNotifier(os.environ)
     # Errors repeated many times a second (accept failing with EMFILE, uvicorn's warnings on
     # bad requests) are logged once a minute, with a count of the others.
     throttle = Throttle(lambda message: log.warning("listener", message))
@@ -438,11 +450,14 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
         log.info(
             "listen", f"listening on http://{host}:{bound}", source=src.description, state=state
         )
+        systemd.send("READY=1")
+        watching = asyncio.create_task(systemd.keep_watch(status.watchdog))
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, runner.request_stop, sig)
+            loop.add_signal_handler(sig, _stop, runner, systemd, sig)
         try:
             await runner.run()
         finally:
+            watching.cancel()
             server.should_exit = True
             await runner.notifier.close(timeout=min(5.0, runner.settings.drain_timeout))
             await serving
