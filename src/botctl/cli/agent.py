@@ -168,6 +168,7 @@ class AgentOptions:
 @click.option(
     "--max-connections",
     type=click.IntRange(2),
+    metavar="N",
     default=DEFAULT_MAX_CONNECTIONS,
     show_default=True,
     help="Connections the listener keeps open at once; past it the oldest idle or half-sent "
