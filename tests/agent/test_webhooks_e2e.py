@@ -136,7 +136,7 @@ def test_the_watchdog_fails_healthz_while_the_loop_stands_still_and_recovers(
         stalled = agent.poll("/healthz", lambda r: r.status_code == 503, what="stalled")
         doc = stalled.json()
         assert doc["status"] == "stalled"
-        assert doc["quietSeconds"] > 2
+        assert doc["quietSeconds"] >= 2  # over 2 s, rounded to a tenth
         assert doc["watchdogSeconds"] == 2
         assert doc["cycleInProgress"] is not None
         agent.poll("/healthz", lambda r: r.status_code == 200, 60, "alive again")
