@@ -26,6 +26,8 @@ RETRY_BASE_DELAY_ENV = "BOTCTL_RETRY_BASE_DELAY"
 COMMENT_LIMIT = 60_000  # characters of a Markdown comment: GitHub refuses more than 65,536
 DEFAULT_ACCEPT_FOR = "7d"  # how long `drift --accept` acknowledges (a duration: 12h, 2w...)
 DEFAULT_DRAIN_TIMEOUT = 20.0  # seconds an interrupted apply waits for requests in flight
+DEFAULT_MAX_CONNECTIONS = 64  # the agent's listener: connections open at once
+DEFAULT_WATCHDOG = "5m"  # the agent's /healthz fails when its loop stands still this long
 STATE_KEY_ENV = "BOTCTL_STATE_KEY"  # the state key: fingerprints and state encryption
 OLD_STATE_KEY_ENV = "BOTCTL_OLD_STATE_KEY"  # `state rekey`: the key the state was made under
 # Conversation tests: how like the recorded answer a new one must be (expect.similarTo's

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from tests import launch
-from tests.e2e_support import KEY
+from tests.e2e_support import KEY, Bench, bot_yaml
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "test",
@@ -127,7 +127,7 @@ class Receiver:
 class AgentProcess:
     """``botctl agent`` as a child process, its listener on a free loopback port."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, **popen: Any) -> None:
         args = ["agent", "--listen", "127.0.0.1:0", "--log-format", "json", *argv]
         self.proc = launch.start(
             *args,
@@ -136,6 +136,7 @@ class AgentProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            **popen,
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -168,8 +169,25 @@ class AgentProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=10)
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=10, **kwargs)
+
+    def poll(
+        self,
+        path: str,
+        check: Callable[[httpx.Response], bool],
+        timeout: float = 30,
+        what: str = "",
+    ) -> httpx.Response:
+        """GET ``path`` until ``check`` holds for the answer; that answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.get(path)
+            if check(answer):
+                return answer
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"timed out waiting for {what}: {answer.text[:2000]}")
+            time.sleep(0.05)
 
     def status(self) -> dict[str, Any]:
         answer = self.get("/status")
@@ -194,6 +212,19 @@ class AgentProcess:
                 )
             time.sleep(0.05)
 
+    def wait_log(
+        self, check: Callable[[dict[str, Any]], bool], timeout: float = 30, what: str = ""
+    ) -> dict[str, Any]:
+        """Until a log entry ``check`` holds for is written; that entry."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((e for e in self.log() if check(e)), None)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"no log entry for {what}:\n{self.log_text()}")
+            time.sleep(0.02)
+
     def stop(self, sig: int, timeout: float = 60) -> int:
         self.proc.send_signal(sig)
         code = self.proc.wait(timeout)
@@ -215,21 +246,58 @@ def _json(line: str) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def github_headers(body: bytes, secret: str) -> dict[str, str]:
+def github_headers(body: bytes, secret: str, event: str = "push") -> dict[str, str]:
     digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return {
         "X-Hub-Signature-256": f"sha256={digest}",
-        "X-GitHub-Event": "push",
+        "X-GitHub-Event": event,
         "Content-Type": "application/json",
     }
+
+
+def push_body(after: str, ref: str = "refs/heads/main") -> bytes:
+    """A push event's body (as GitHub and GitLab both spell its ``ref`` and ``after``): two
+    pushes differ by the commit they bring, so their signed bodies do too."""
+    return json.dumps({"ref": ref, "after": after}).encode()
+
+
+def gitlab_headers(secret: str, event: str = "Push Hook") -> dict[str, str]:
+    return {"X-Gitlab-Token": secret, "X-Gitlab-Event": event}
 
 
 def agent_env(api_url: str, **extra: str) -> dict[str, str]:
     return {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": api_url, **extra}
 
 
+def one_bot(sandbox_factory: Any, workdir: Path) -> Bench:
+    """A sandbox with one chatbot, and a configuration directory that declares it."""
+    server = sandbox_factory()
+    bench = Bench(url=server.url, api_url=server.api_url, workdir=workdir)
+    bench.create_bot("bot-1")
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.2"))
+    return bench
+
+
+def auto_applying(
+    bench: Bench, *argv: str, env: dict[str, str] | None = None, **popen: Any
+) -> AgentProcess:
+    """An agent applying the bench's configuration directory to its sandbox."""
+    args = [str(bench.config_dir), "--state", str(bench.state_path), "--auto-apply", *argv]
+    return AgentProcess(args, agent_env(bench.api_url, **(env or {})), bench.workdir, **popen)
+
+
 def by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {b["chatbotId"]: b for b in doc["chatbots"]}
+
+
+def newest(doc: dict[str, Any]) -> int:
+    """The number of the agent's latest finished cycle (0 before its first)."""
+    return int(doc["cycles"][0]["number"]) if doc["cycles"] else 0
+
+
+def idle(doc: dict[str, Any]) -> bool:
+    """No cycle in progress and none asked for: with a long --interval, none will start."""
+    return doc["cycleInProgress"] is None and doc["pendingCycle"] is None
 
 
 def last_cycle(doc: dict[str, Any]) -> str | None:

@@ -30,6 +30,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
         (("{dir}", "--notify-on", "bogus"), "choose from failed, drift"),
         (("{dir}", "--notify", "ftp://user:pw@host/x"), "give an http:// or https:// URL"),
         (("{dir}", "--interval", "soon"), "not a duration"),
+        (("{dir}", "--watchdog", "soon"), "not a duration"),
+        (("{dir}", "--max-connections", "1"), "1 is not in the range x>=2"),
         (("git+file:///x.git#main",), "expected git+<repository URL>#<branch>:<path"),
     ],
 )

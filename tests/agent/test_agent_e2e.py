@@ -19,14 +19,20 @@ from tests.agent.support import (
     Receiver,
     by_id,
     github_headers,
+    gitlab_headers,
+    idle,
     last_cycle,
+    newest,
+    push_body,
 )
 from tests.e2e_support import Bench, bot_yaml
+from tests.tools import need
 
 KEY = "sk-agent-KEY-b71f0c-distinctive"  # found in no response, notification or log line
 SECRET = "TOKEN-zebra-91827-secret"  # a ${secret:} value: likewise
 HOOK = "hook-secret-4411"
 STATE_KEY = "state-key-quokka-6620"  # BOTCTL_STATE_KEY: likewise
+GIT_TOKEN = "ghp-gittoken-wombat-3141"  # BOTCTL_GIT_TOKEN: likewise
 
 
 @pytest.fixture
@@ -49,6 +55,7 @@ def env(bench: Bench, **extra: str) -> dict[str, str]:
         "PROMPT_TOKEN": SECRET,
         "HOOK_SECRET": HOOK,
         "BOTCTL_STATE_KEY": STATE_KEY,
+        "BOTCTL_GIT_TOKEN": GIT_TOKEN,
         **extra,
     }
 
@@ -105,52 +112,67 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
         assert agent.get("/healthz").status_code == 200
         assert agent.get("/readyz").status_code == 200
 
-        # Unsigned, wrongly signed, wrong token: 401, and no cycle is triggered.
-        cycles = len(doc["cycles"])
+        # Unsigned, wrongly signed, wrong token: 401, and no cycle is asked for (a trigger
+        # is pending from the moment it is made: none is, and none runs).
+        doc = agent.wait_for(idle, what="idle")
+        cycles = newest(doc)
         body = json.dumps({"ref": "refs/heads/main"}).encode()
         assert agent.hook(body, {}).status_code == 401
         assert agent.hook(body, github_headers(body, "not-the-secret")).status_code == 401
-        assert agent.hook(body, {"X-Gitlab-Token": "not-the-secret"}).status_code == 401
+        assert agent.hook(body, gitlab_headers("not-the-secret")).status_code == 401
         tampered = github_headers(body, HOOK)
         assert agent.hook(body + b" ", tampered).status_code == 401
-        time.sleep(0.5)
-        assert len(agent.status()["cycles"]) == cycles
+        doc = agent.status()
+        assert idle(doc), doc
+        assert newest(doc) == cycles
 
         # A pushed commit is applied after its signed webhook (the interval is an hour).
         second = remote.push(
             {"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.7")}, "sales warmer"
         )
         bench.clear_log()
-        answer = agent.hook(body, github_headers(body, HOOK))
+        pushed = push_body(second)
+        answer = agent.hook(pushed, github_headers(pushed, HOOK))
         assert answer.status_code == 202, answer.text
-        agent.wait_for(lambda d: d["appliedRevision"] == second and all_synced(d), 20, "second")
+        assert answer.json() == {"status": "triggered", "cycle": "now"}
+        doc = agent.wait_for(lambda d: newest(d) == cycles + 1 and idle(d), 20, "the cycle")
+        assert (doc["appliedRevision"], all_synced(doc)) == (second, True)
+        assert doc["cycles"][0]["trigger"] == "webhook"
         assert settings_of(bench, "bot-2")["temp"] == 0.7
         assert [w["path"] for w in bench.writes()] == ["/api/v1/update-chatbot-settings"]
 
         # GitHub's ping answers, a body over 1 MiB is refused: neither triggers a cycle.
-        cycles = len(agent.status()["cycles"])
-        ping = {**github_headers(body, HOOK), "X-GitHub-Event": "ping"}
+        cycles = newest(agent.wait_for(idle, what="idle"))
+        ping = github_headers(body, HOOK, event="ping")
         assert agent.hook(body, ping).json() == {"status": "pong"}
         huge = b" " * (2 << 20)
         assert agent.hook(huge, github_headers(huge, HOOK)).status_code == 413
-        time.sleep(0.3)
-        assert len(agent.status()["cycles"]) == cycles
 
-        # A push to another branch is acknowledged and ignored.
+        # A push to another branch, a tag, an event that is not a push: acknowledged, ignored.
         other = json.dumps({"ref": "refs/heads/feature"}).encode()
-        assert agent.hook(other, github_headers(other, HOOK)).json()["status"] == "ignored"
+        answer = agent.hook(other, github_headers(other, HOOK))
+        assert answer.json() == {"status": "ignored", "reason": "a push to refs/heads/feature"}
+        tag = json.dumps({"ref": "refs/tags/v1"}).encode()
+        assert agent.hook(tag, gitlab_headers(HOOK, "Tag Push Hook")).json()["status"] == "ignored"
+        issue = json.dumps({"action": "opened"}).encode()
+        answer = agent.hook(issue, github_headers(issue, HOOK, event="issues"))
+        assert answer.json()["reason"] == "a 'issues' event: only a push triggers a cycle"
+        doc = agent.status()
+        assert idle(doc), doc
+        assert newest(doc) == cycles
 
         # An invalid commit: reported located (status, log, notification), nothing sent.
-        broken = SALES.replace("temp: 0.5", "temp: hot")
+        # The error quotes the value: BOTCTL_GIT_TOKEN's (masked everywhere, checked below).
+        broken = SALES.replace("temp: 0.5", f"temp: {GIT_TOKEN}")
         third = remote.push({"bots/sales.yaml": broken}, "broken")
         bench.clear_log()
-        assert agent.hook(body, {"X-Gitlab-Token": HOOK}).status_code == 202
+        assert agent.hook(push_body(third), gitlab_headers(HOOK)).status_code == 202
         doc = agent.wait_for(
             lambda d: (d["invalidRevision"] or {}).get("revision") == third, 20, "invalid"
         )
         error = doc["invalidRevision"]["error"]
         assert "bots/sales.yaml:" in error, error
-        assert "temp" in error, error
+        assert "temp: must be a number" in error, error
         assert str(bench.workdir / "cache") not in error  # the source's paths, not the cache's
         assert doc["appliedRevision"] == second
         assert doc["revision"] == second  # the last good revision is kept
@@ -160,7 +182,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
 
         # The next good commit syncs.
         fourth = remote.push({"bots/sales.yaml": SALES.replace("temp: 0.5", "temp: 0.9")})
-        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
+        pushed = push_body(fourth)
+        assert agent.hook(pushed, github_headers(pushed, HOOK)).status_code == 202
         doc = agent.wait_for(lambda d: d["appliedRevision"] == fourth and all_synced(d), 20)
         assert doc["invalidRevision"] is None
         assert settings_of(bench, "bot-2")["temp"] == 0.9
@@ -203,6 +226,8 @@ def test_git_source_webhook_invalid_commit_metrics_and_no_secret_anywhere(
     assert SECRET not in everything
     assert HOOK not in everything
     assert STATE_KEY not in everything
+    assert GIT_TOKEN not in everything
+    assert "(secret)" in failed[-1]["text"]  # where the token was: masked, not left out
     assert all(line.startswith("{") for line in agent.lines), agent.log_text()
 
 
@@ -219,12 +244,30 @@ def test_dashboard_edit_reported_without_self_heal_and_healed_with_it(
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
         doc = agent.wait_for(lambda d: by_id(d)["bot-1"]["status"] == "Drifted", what="drift")
         assert by_id(doc)["bot-1"]["drift"] == {"changed_outside": 1}
-        time.sleep(1.0)  # a few more cycles: reported, never re-applied
-        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"
         drift = receiver.wait_for("drift")
+        seen = newest(doc)
+        agent.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")
+        assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # reported, not re-applied
+        drift = receiver.events("drift")
         assert len(drift) == 1, receiver.bodies  # once, not every cycle
         assert drift[0]["event"]["items"][0]["key"] == "model"
         assert "support" in drift[0]["text"]
+
+        # The set of drifted values changes (one more; then one put back): each change is
+        # news, while the drift itself never ends.
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Renamed"}})
+        drift = receiver.wait_for("drift", lambda e: len(e["event"]["items"]) == 2)
+        assert {i["key"] for i in drift[-1]["event"]["items"]} == {"model", "name"}
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-4o-mini"}})
+        drift = receiver.wait_for(
+            "drift", lambda e: len(e["event"]["items"]) == 1 and e != drift[0]
+        )
+        assert [i["key"] for i in drift[-1]["event"]["items"]] == ["name"]
+        seen = newest(agent.status())
+        agent.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")
+        assert len(receiver.events("drift")) == 3, receiver.bodies
+        bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"name": "Support"}})
+        agent.wait_for(all_synced, what="the drift gone")
     finally:
         assert agent.stop(signal.SIGINT) == 0
     healer = start(bench, *common, receiver.url, "--self-heal")
@@ -330,7 +373,11 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 2, 60, "failures")
         assert doc["backoffSeconds"] >= 2  # 2 s doubling, not the 0.2 s interval
         assert "403" in doc["lastError"]
-        assert agent.get("/readyz").status_code == 503
+        # The service's health is not readiness: the pod stays in its Service (webhooks
+        # reach it), the failure is in /status and the metrics.
+        ready = agent.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"ready": True, "role": "active", "serviceAnswering": False}
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] >= 3, 60, "more failures")
         assert doc["backoffSeconds"] == 3  # the ceiling
         families = text_string_to_metric_families(agent.get("/metrics").text)
@@ -340,7 +387,7 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
         bench.admin("DELETE", "/faults")
         doc = agent.wait_for(lambda d: d["consecutiveFailures"] == 0, 60, "recovery")
         assert doc["backoffSeconds"] == 0
-        assert agent.get("/readyz").status_code == 200
+        assert agent.get("/readyz").json()["serviceAnswering"] is True
         (recovered,) = receiver.wait_for("recovered")
         assert recovered["event"]["failedCycles"] >= 3
     finally:
@@ -348,12 +395,9 @@ def test_a_failing_service_backs_off_to_the_ceiling_and_recovers(
 
 
 def test_status_page_in_headless_chromium_shows_every_chatbot(bench: Bench, tmp_path: Path) -> None:
-    import shutil
     import subprocess
 
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does)")
+    browser = need("chromium", "chromium-browser", install="apt-get install -y chromium")
     names = [f"bot-{i}" for i in range(5)]
     for i, chatbot_id in enumerate(names):
         bench.create_bot(chatbot_id, account=KEY)
@@ -485,7 +529,6 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
     bench.env = {"BOTCTL_API_KEY": KEY}
     accepted = bench.run("drift", "--accept", str(ack), str(bench.config_dir))
     assert accepted.exit_code == 0, accepted.output
-    body = b"{}"
     agent = start(
         bench,
         str(bench.config_dir),
@@ -510,12 +553,14 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
         )
         assert accepted.exit_code == 0, accepted.output
         cycles = len(doc["cycles"])
+        body = push_body("1")
         assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
         doc = agent.wait_for(lambda d: len(d["cycles"]) > cycles, what="a cycle")
         assert by_id(doc)["bot-1"]["status"] == "Synced"  # acknowledged: not counted
         assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # nor healed
         # The live value moves on: the acknowledgement no longer covers it.
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
+        body = push_body("2")
         assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
         agent.wait_for(lambda d: last_cycle(d) == "healed", what="healed")
         assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"

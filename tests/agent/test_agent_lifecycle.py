@@ -92,7 +92,10 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         agents.append(second)
         doc = second.wait_for(lambda d: d["role"] == "standby", what="standby")
         assert f"pid {first.proc.pid}" in doc["leaseHolder"]
-        assert second.get("/readyz").status_code == 503  # a standby does not reconcile
+        # A healthy standby is ready (a Deployment's rollout completes); it does not reconcile.
+        ready = second.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["role"] == "standby"
         time.sleep(1.0)  # both running: still one write per chatbot
         assert len(settings_writes(bench)) == 3
 
@@ -133,26 +136,39 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
             agent.kill()
 
 
-def test_a_request_slower_than_the_drain_timeout_is_abandoned_and_the_agent_exits_0(
-    bench: Bench,
-) -> None:
+def slow_create(bench: Bench, drain_timeout: str) -> AgentProcess:
+    """An agent whose apply sends its settings, then the first attribute's create, which the
+    service answers after 20 s."""
     bench.create_bot("bot-1")
     attributes = "\n".join(f"- {{name: a{i}, type: text, label: A{i}}}" for i in range(3))
     bench.write("b.yaml", bot_yaml("b", "bot-1", settings="temp: 0.3", attributes=attributes))
     slow = {"method": "POST", "path": "*/custom-attributes", "latency_ms": 20000, "count": 100}
     bench.admin("POST", "/faults", slow)
-    agent = start(bench, "--auto-apply", "--parallelism", "1", "--drain-timeout", "1")
+    return start(bench, "--auto-apply", "--parallelism", "1", "--drain-timeout", drain_timeout)
+
+
+def wait_for_create_in_flight(bench: Bench, agent: AgentProcess) -> None:
+    """Until the service has received the create and not answered it (its request log)."""
+    deadline = time.monotonic() + 30
+    while not any(
+        r["path"].endswith("/custom-attributes") and r["status"] is None for r in bench.requests()
+    ):
+        assert time.monotonic() < deadline, agent.log_text()
+        time.sleep(0.02)
+
+
+def test_a_request_slower_than_the_drain_timeout_is_abandoned_and_the_agent_exits_0(
+    bench: Bench,
+) -> None:
+    agent = slow_create(bench, "1")
     try:
-        deadline = time.monotonic() + 30
-        while not any(e.get("event") == "apply" for e in agent.log()):
-            assert time.monotonic() < deadline, agent.log_text()
-            time.sleep(0.01)
-        time.sleep(0.3)  # the first attribute's create is in flight (20 s)
+        wait_for_create_in_flight(bench, agent)
         code = agent.stop(signal.SIGTERM, timeout=15)
     finally:
         agent.kill()
     assert code == 0, agent.log_text()
     messages = [e.get("message", "") for e in agent.log()]
+    assert any("waiting up to 1 s for the 1 in flight" in m for m in messages), messages
     assert any("abandoning the 1 operation(s) in flight" in m for m in messages), messages
     assert messages[-1] == "stopped: lease released"
     assert read_lock(bench.state_path) is None
@@ -160,3 +176,23 @@ def test_a_request_slower_than_the_drain_timeout_is_abandoned_and_the_agent_exit
     state = load_state(bench.state_path)
     assert state.bots["bot-1"].settings.json_fields == {"temp": 0.3}
     assert state.bots["bot-1"].attributes == {}
+
+
+def test_a_second_signal_abandons_the_operations_in_flight_at_once(bench: Bench) -> None:
+    """The first SIGTERM drains (up to --drain-timeout, here far longer than the test
+    waits); the second abandons what is in flight and the agent exits 0 at once."""
+    agent = slow_create(bench, "600")
+    try:
+        wait_for_create_in_flight(bench, agent)
+        agent.proc.send_signal(signal.SIGTERM)
+        agent.wait_log(lambda e: "waiting up to 600 s" in e.get("message", ""), what="the drain")
+        code = agent.stop(signal.SIGTERM, timeout=30)  # well within the 600 s drain
+    finally:
+        agent.kill()
+    assert code == 0, agent.log_text()
+    messages = [e.get("message", "") for e in agent.log()]
+    assert any("abandoning the 1 operation(s) in flight" in m for m in messages), messages
+    assert messages[-1] == "stopped: lease released"
+    assert read_lock(bench.state_path) is None
+    state = load_state(bench.state_path)
+    assert state.bots["bot-1"].attributes == {}  # the abandoned create is not recorded

@@ -7,5 +7,8 @@ triggers a cycle), notifications, and logs.
 - ``source``: the configuration's revisions (fetched shallow into the agent's own cache);
 - ``loop``: the cycles, built on ``pipeline.flows`` (drift, apply under the lease);
 - ``status``: what the agent knows (per chatbot, per cycle) and its metrics;
-- ``listener``, ``page``: what it serves; ``notify``: where it reports; ``log``: its log lines.
+- ``listener``, ``page``: what it serves; ``hooks``, ``hosts``, ``guard``: the webhook's rules,
+  the ``Host`` allow-list, the connection guard; ``sdnotify``: systemd's readiness and
+  watchdog; ``notify``: where it reports; ``log``: its log
+  lines.
 """

@@ -11,8 +11,10 @@
 4. each chatbot's status from the drift after it, and the apply's failures.
 
 A failing cycle is retried after an exponential backoff (``backoff_base`` doubling, at most
-``backoff_max``), never in a hot loop. Only the holder of the state's lease reconciles: a
-standby tries to take it every cycle.
+``backoff_max``), never in a hot loop. Triggers coalesce: however many arrive, at most one
+cycle is pending, run as soon as the one in progress ends; during a backoff it waits for the
+backoff's end (webhooks cannot drive a failing agent faster). Only the holder of the state's
+lease reconciles: a standby tries to take it every cycle.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class Agent:
         self.redact = redact
         self.stopping: int | None = None  # the signal that asked the agent to stop
         self._wake = asyncio.Event()
-        self._why: Trigger = "interval"
+        self._pending: Trigger | None = None  # the cycle asked for, not started yet
         self._good: tuple[Revision, Workspace] | None = None
         self._bad: str | None = None  # the newest revision, when it failed validation
         self._apply_stop: Stop | None = None
@@ -96,10 +98,14 @@ class Agent:
 
     # --- driving the loop ---------------------------------------------------------------
 
-    def trigger(self, why: Trigger = "webhook") -> None:
-        """Run a cycle now (or as soon as the one running ends)."""
-        self._why = why
+    def trigger(self, why: Trigger = "webhook") -> str:
+        """Ask for a cycle; when it will run, in words. At most one is pending: it runs as
+        soon as the cycle in progress ends, or, during a backoff, when the backoff ends."""
+        self._pending = self.status.pending = why
         self._wake.set()
+        if self.status.failures:
+            return f"when the backoff ends ({self.status.next_cycle})"
+        return "after the cycle in progress" if self.status.running is not None else "now"
 
     def request_stop(self, signum: int) -> None:
         """A signal: an apply in flight drains (``Stop``: a second signal abandons it); any
@@ -122,8 +128,12 @@ class Agent:
         try:
             while self.stopping is None:
                 self._cycle = asyncio.create_task(self.cycle(why))
-                with contextlib.suppress(asyncio.CancelledError):
+                try:
                     await self._cycle
+                except asyncio.CancelledError:
+                    pass
+                except Exception as exc:
+                    self._survive(exc)
                 if self.stopping is not None:
                     break
                 why = await self._wait()
@@ -133,22 +143,39 @@ class Agent:
             self.status.refresh_gauges()
 
     async def _wait(self) -> Trigger:
-        delay = self.status.backoff if self.status.failures else self.settings.interval
+        backing_off = self.status.failures > 0
+        delay = self.status.backoff if backing_off else self.settings.interval
         if self.status.role == "standby" and self._holder_expires is not None:
             # Try again as the holder's lease would lapse: failover within the lease, not
             # the lease plus an interval (a renewed lease just means another wait).
             delay = min(delay, max(0.05, self._holder_expires - time.time() + 0.05))
         self.status.next_cycle = now_iso(time.time() + delay)
-        if self._wake.is_set():
+        self.status.watchdog.due_in(delay)
+        end = time.monotonic() + delay
+        # A trigger ends the wait, except a backoff's: the cycle it asked for runs at its end.
+        while self.stopping is None and (self._pending is None or backing_off):
             self._wake.clear()
-            return self._why
-        try:
-            async with asyncio.timeout(delay):
-                await self._wake.wait()
-        except TimeoutError:
-            return "retry" if self.status.failures else "interval"
-        self._wake.clear()
-        return self._why
+            try:
+                async with asyncio.timeout(max(0.0, end - time.monotonic())):
+                    await self._wake.wait()
+            except TimeoutError:
+                break
+        why = self._pending or ("retry" if backing_off else "interval")
+        self._pending = None  # status.pending too, once the cycle has started
+        return why
+
+    def _survive(self, exc: Exception) -> None:
+        """A cycle's own error path failed (out of file descriptors while describing the
+        failure, say): the loop goes on, backing off as after any failure."""
+        self.status.failures += 1
+        self.status.backoff = self._backoff(self.status.failures)
+        with contextlib.suppress(Exception):
+            self.log.error("cycle", f"cycle failed: unexpected {type(exc).__name__}: {exc}")
+
+    def _backoff(self, failures: int) -> float:
+        return min(
+            self.settings.backoff_base * 2.0 ** min(failures - 1, 30), self.settings.backoff_max
+        )
 
     # --- one cycle ------------------------------------------------------------------------
 
@@ -156,6 +183,8 @@ class Agent:
         self._numbers += 1
         record = CycleRecord(self._numbers, trigger, now_iso())
         started = time.monotonic()
+        self.status.running, self.status.pending = record.number, None
+        self.status.watchdog.beat()
         failed_before = self.status.failures
         try:
             await self._reconcile(record)
@@ -170,6 +199,8 @@ class Agent:
         finally:
             record.finished = now_iso()
             record.duration = time.monotonic() - started
+            self.status.running = None
+            self.status.watchdog.beat()
             self._finish(record, failed_before)
 
     def _finish(self, record: CycleRecord, failed_before: int) -> None:
@@ -180,10 +211,7 @@ class Agent:
             status.ready = False
             status.failures += 1
             status.last_error = record.error
-            status.backoff = min(
-                self.settings.backoff_base * 2 ** min(status.failures - 1, 30),
-                self.settings.backoff_max,
-            )
+            status.backoff = self._backoff(status.failures)
             self.log.error(
                 "cycle",
                 f"cycle {record.number} failed: {record.error}",
@@ -220,7 +248,11 @@ class Agent:
         status.refresh_gauges()
 
     def _words(self, text: str) -> str:
-        return self.redact(self.source.display(text))
+        """An error as the user reads it: the source's paths, secrets masked. Never raises:
+        it describes failures, out of file descriptors included."""
+        with contextlib.suppress(Exception):
+            text = self.source.display(text)
+        return self.redact(text)
 
     async def _reconcile(self, record: CycleRecord) -> None:
         status = self.status
@@ -328,6 +360,7 @@ class Agent:
         self, revision: Revision, ws: Workspace, record: CycleRecord
     ) -> None:
         stats = RequestStats()
+        self.status.watchdog.follow(stats)
         # Every request of the cycle is fenced by the lease: none goes out once it is lost,
         # or when less than its margin is left (a process paused past it sends nothing).
         ws = replace(ws, service=replace(ws.service, stats=stats, fence=self.lease.fence))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -36,6 +36,11 @@ CycleResult = Literal[
     "interrupted",  # stopped by a signal
 ]
 CYCLE_RESULTS: tuple[str, ...] = CycleResult.__args__  # type: ignore[attr-defined]
+# What became of a webhook delivery: refused (401, 408, 413), pong (a ping), ignored (not a
+# push, or a push to another branch), duplicate (seen before), standby (503: not the lease
+# holder), triggered (a cycle asked for).
+WEBHOOK_RESULTS = ("refused", "pong", "ignored", "duplicate", "standby", "triggered")
+CLOSE_REASONS = ("timeout", "evicted", "refused")
 
 
 def now_iso(at: float | None = None) -> str:
@@ -157,8 +162,25 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.webhooks = Counter(
+            "botctl_agent_webhooks",
+            "Webhook deliveries by outcome (triggered, duplicate, ignored, refused, ...).",
+            ["result"],
+            registry=r,
+        )
+        self.connections_closed = Counter(
+            "botctl_agent_http_connections_closed",
+            "Listener connections the agent closed: timeout (no whole request head in time), "
+            "evicted (the oldest idle one, to make room), refused (every one busy).",
+            ["reason"],
+            registry=r,
+        )
         for result in CYCLE_RESULTS:
             self.cycles.labels(result=result)
+        for result in WEBHOOK_RESULTS:
+            self.webhooks.labels(result=result)
+        for reason in CLOSE_REASONS:
+            self.connections_closed.labels(reason=reason)
         for status in STATUSES:
             self.chatbots.labels(status=status).set(0)
         for drift_class in DRIFT_CLASSES:
@@ -174,12 +196,50 @@ class Metrics:
             self.throttled.inc(stats.rate_limited)
 
 
+class Watchdog:
+    """Whether the loop moves. It is stalled when nothing happened for ``limit`` seconds past
+    the later of its last sign of life (a cycle started or finished, a request of the cycle
+    sent or answered) and the time the next cycle was due (a backoff is no stall)."""
+
+    def __init__(self, limit: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self.clock = clock
+        self._alive = clock()
+        self._due = self._alive
+        self._stats: RequestStats | None = None
+        self._requests = 0
+
+    def beat(self) -> None:
+        self._alive = self.clock()
+
+    def due_in(self, seconds: float) -> None:
+        self._due = self.clock() + seconds
+
+    def follow(self, stats: RequestStats) -> None:
+        """A cycle's requests: each one sent or answered is a sign of life (a long apply
+        that makes progress is no stall)."""
+        self._stats, self._requests = stats, -1
+
+    def stalled_for(self) -> float | None:
+        """Seconds without a sign of life past the due time, once over the limit; else None."""
+        now = self.clock()
+        if self._stats is not None:
+            requests = self._stats.total + sum(self._stats.responses.values())
+            if requests != self._requests:
+                self._requests, self._alive = requests, now
+        quiet = now - max(self._alive, self._due)
+        return quiet if quiet > self.limit else None
+
+
+Role = Literal["starting", "active", "standby", "stopping"]
+
+
 class AgentStatus:
     """Everything ``/status`` and the page show, updated by the loop."""
 
-    def __init__(self, source: str, *, history: int = 20) -> None:
+    def __init__(self, source: str, *, history: int = 20, watchdog: float = 300.0) -> None:
         self.source = source
-        self.role: Literal["starting", "active", "standby", "stopping"] = "starting"
+        self.role: Role = "starting"
         self.revision: str | None = None  # the good revision reconciled
         self.applied_revision: str | None = None
         self.invalid: dict[str, str] | None = None  # {revision, error} of a refused revision
@@ -192,7 +252,17 @@ class AgentStatus:
         self.next_cycle: str | None = None
         self.lease_holder: str | None = None
         self.last_error: str | None = None
+        self.running: int | None = None  # the number of the cycle in progress
+        self.pending: str | None = None  # the trigger of the cycle asked for and not started
+        self.watchdog = Watchdog(watchdog)
         self.metrics = Metrics()
+
+    @property
+    def serving_role(self) -> bool:
+        """Ready (``/readyz``): this replica knows its role and can play it, active or
+        standby; not while starting (the lease not yet tried) or stopping. The service's
+        health is not part of it (``ready``, ``/status``, ``/metrics`` say that)."""
+        return self.role in ("active", "standby")
 
     def bots_in(self, refs: Iterable[tuple[str, str]]) -> None:
         """Keep exactly the chatbots of the reconciled revision (name, chatbot id)."""
@@ -240,6 +310,8 @@ class AgentStatus:
             "consecutiveFailures": self.failures,
             "backoffSeconds": self.backoff,
             "nextCycle": self.next_cycle,
+            "cycleInProgress": self.running,
+            "pendingCycle": self.pending,
             "leaseHolder": self.lease_holder,
             "summary": self.counts(),
             "drift": self.drift_summary(),

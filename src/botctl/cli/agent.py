@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -41,6 +42,8 @@ from botctl.cli.options import (
 from botctl.defaults import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_WATCHDOG,
     OLD_STATE_KEY_ENV,
     REVISION_MAX_BYTES,
     REVISION_MAX_FILE_BYTES,
@@ -52,9 +55,8 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
 if TYPE_CHECKING:
     from botctl.agent.log import Log
     from botctl.agent.loop import Agent
-    from botctl.agent.notify import Notifier
+    from botctl.agent.sdnotify import SystemdNotifier
     from botctl.config.project import Project
-    from botctl.store.lock import Lease
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 # Seconds past --drain-timeout a stop may take (the lease released, notifications flushed)
@@ -109,6 +111,9 @@ class AgentOptions:
     self_heal: bool
     reassert_every: timedelta | None
     listen: tuple[str, int]
+    allowed_hosts: tuple[str, ...]
+    max_connections: int
+    watchdog: timedelta
     webhook_secret_env: str | None
     notify_urls: tuple[str, ...]
     notify_on: frozenset[str]
@@ -166,6 +171,32 @@ class AgentOptions:
     metavar="HOST:PORT",
     help="Where to serve /healthz, /readyz, /metrics, /status, the status page and "
     "/hooks/git (port 0: any free; the port is logged).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name the listener answers for in the Host header (repeatable; *.example.com for "
+    "its subdomains, * for any). IP addresses and localhost are always answered; any other "
+    "name is refused (421), against DNS rebinding.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(2),
+    metavar="N",
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections the listener keeps open at once; past it the oldest idle or half-sent "
+    "one is closed (each has 10 s to send its request head).",
+)
+@click.option(
+    "--watchdog",
+    type=Duration(),
+    default=DEFAULT_WATCHDOG,
+    show_default=True,
+    help="/healthz fails (503) when the loop has made no progress this long after its next "
+    "cycle was due: no cycle started or finished, no request sent or answered.",
 )
 @click.option(
     "--webhook-secret-env",
@@ -306,12 +337,12 @@ def agent(o: AgentOptions) -> int:
           --auto-apply --self-heal --state s3://acme-botctl/state.json \\
           --webhook-secret-env HOOK_SECRET --notify https://hooks.slack.com/...
     """
-    from botctl.agent.listener import make_app
     from botctl.agent.log import Log, Redactor
     from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.notify import Notifier
-    from botctl.agent.source import TOKEN_VARIABLE, GitSource, RevisionLimits, open_source
+    from botctl.agent.source import TOKEN_VARIABLE, RevisionLimits, open_source
     from botctl.agent.status import AgentStatus
+    from botctl.store.backend import redact
     from botctl.store.backends import open_backend
     from botctl.store.lock import Lease
     from botctl.trust import ExposedEnviron, Exposure
@@ -332,7 +363,8 @@ def agent(o: AgentOptions) -> int:
     log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
     limits = RevisionLimits(o.max_revision_files, total_bytes=o.max_revision_bytes)
     src = open_source(o.source, o.cache_dir, timeout=o.fetch_timeout.total_seconds(), limits=limits)
-    status = AgentStatus(src.description, history=o.history)
+    status = AgentStatus(src.description, history=o.history, watchdog=o.watchdog.total_seconds())
+    _open_files(log)
     # A revision's files read only the variables the operator exposes, never the agent's own
     # secrets (the webhook's included): README, Trust.
     environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
@@ -349,15 +381,8 @@ def agent(o: AgentOptions) -> int:
     notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
     make_workspace = _workspaces(o, environ, secrets)
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
-    app = make_app(
-        status,
-        runner.trigger,
-        redactor,
-        webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
-        branch=src.branch if isinstance(src, GitSource) else None,
-        refresh=o.page_refresh,
-    )
-    _serve(o, runner, app, notifier, lease, log)
+    _serve(o, runner, redact(os.fspath(state)))
+    sys.stderr.flush()
     return EXIT_OK
 
 
@@ -431,61 +456,102 @@ def _check_pinned(found: Project, o: AgentOptions) -> None:
         )
 
 
-def _serve(
-    o: AgentOptions,
-    runner: Agent,
-    app: Any,
-    notifier: Notifier,
-    lease: Lease,
-    log: Log,
-) -> None:
-    """The listener and the loop until a signal ends them; past ``--drain-timeout`` plus
-    ``STOP_GRACE`` seconds after the first signal, whatever still runs is abandoned: git's
-    process groups killed, and the process exits (1)."""
-    from botctl.agent.listener import make_server
-    from botctl.store.backend import redact
+def _open_files(log: Log) -> None:
+    """The soft limit on open files raised to the hard one, said in the log: a flood of
+    connections meets the listener's cap, not the process's limit."""
+    from botctl.agent.guard import raise_open_file_limit
 
-    host, port = o.listen
+    found = raise_open_file_limit()
+    if found is None:
+        return
+    before, after = found
+    if after > before:
+        log.info("limits", f"open files: soft limit raised from {before} to {after}")
+    else:
+        log.info("limits", f"open files: limit {after}")
+
+
+def _listening(host: str, port: int) -> socket.socket:
     try:
-        sock = socket.create_server(
+        return socket.create_server(
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
         )
     except OSError as exc:
         why = str(exc.strerror).split(" (while attempting")[0]
         raise BotctlError(f"--listen {host}:{port}: cannot listen: {why}") from None
-    deadline = _StopDeadline(o.drain_timeout + STOP_GRACE, log)
 
-    def stop(sig: int) -> None:
-        deadline.arm()
-        runner.request_stop(sig)
+
+def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, signum: int) -> None:
+    deadline.arm()
+    systemd.send("STOPPING=1")
+    runner.request_stop(signum)
+
+
+def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
+    """Listen, run the loop until a signal stops it, then close everything."""
+    from botctl.agent.guard import ConnectionGuard, Throttle
+    from botctl.agent.hosts import AllowedHosts
+    from botctl.agent.listener import HEAD_TIMEOUT, make_app, make_server
+    from botctl.agent.sdnotify import SystemdNotifier
+    from botctl.agent.source import GitSource
+
+    status, log, src = runner.status, runner.log, runner.source
+    secret_env = o.webhook_secret_env
+    app = make_app(
+        status,
+        runner.trigger,
+        runner.redact,
+        webhook_secret=lambda: os.environ.get(secret_env) if secret_env else None,
+        branch=src.branch if isinstance(src, GitSource) else None,
+        refresh=o.page_refresh,
+        allowed_hosts=AllowedHosts.of(o.allowed_hosts),
+    )
+    host, port = o.listen
+    sock = _listening(host, port)
+    systemd = SystemdNotifier(os.environ)
+    # Past --drain-timeout plus STOP_GRACE seconds after the first signal, whatever still runs
+    # is abandoned: git's process groups killed, and the process exits (1).
+    deadline = _StopDeadline(o.drain_timeout + STOP_GRACE, log)
+    # Errors repeated many times a second (accept failing with EMFILE, uvicorn's warnings on
+    # bad requests) are logged once a minute, with a count of the others.
+    throttle = Throttle(lambda message: log.warning("listener", message))
+    uvicorn_log, through = logging.getLogger("uvicorn.error"), throttle.handler()
+    closed = status.metrics.connections_closed
+    guard = ConnectionGuard(
+        o.max_connections, HEAD_TIMEOUT, lambda reason: closed.labels(reason=reason).inc()
+    )
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        notifier.start()
-        server = make_server(app, host, port)
+        loop.set_exception_handler(throttle.loop_errors())
+        runner.notifier.start()
+        server = make_server(app, host, port, guard)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
+        bound = sock.getsockname()[1]
         log.info(
-            "listen",
-            f"listening on http://{host}:{sock.getsockname()[1]}",
-            source=runner.source.description,
-            state=redact(os.fspath(o.service.state_path)),
+            "listen", f"listening on http://{host}:{bound}", source=src.description, state=state
         )
+        systemd.send("READY=1")
+        watching = asyncio.create_task(systemd.keep_watch(status.watchdog))
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop, sig)
+            loop.add_signal_handler(sig, _stop, runner, systemd, deadline, sig)
         try:
             await runner.run()
         finally:
+            watching.cancel()
             server.should_exit = True
-            await notifier.close(timeout=min(5.0, o.drain_timeout))
+            await runner.notifier.close(timeout=min(5.0, runner.settings.drain_timeout))
             await serving
-            lease.close()
+            runner.lease.close()
             log.info("stop", "stopped: lease released")
 
+    uvicorn_log.addHandler(through)
+    uvicorn_log.propagate = False
     try:
         asyncio.run(main())
     finally:
+        uvicorn_log.removeHandler(through)
         sock.close()
-    sys.stderr.flush()
 
 
 class _StopDeadline:
