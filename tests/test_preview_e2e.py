@@ -175,3 +175,31 @@ def test_a_lapsed_lease_is_taken_over_and_an_owner_renews(bench: Bench) -> None:
     taken = botctl(bench, *acquire_args(bench, root, "pr-2"))
     assert taken.returncode == 0, taken.stderr
     assert release(bench, "pr-1").stderr.startswith("no preview lease held by pr-1")
+
+
+def test_a_job_finding_the_state_locked_waits_for_the_lock(bench: Bench) -> None:
+    """The state lock is held a moment by whoever writes the state (another job's acquire,
+    a release): an acquire that finds it held waits for it, it never fails at the lock."""
+    from botctl.store.backends import open_backend
+    from botctl.store.lock import StateLock
+
+    root = configuration(bench, "pull-1", PULL_A, "billing")
+    with open_backend(bench.state_path) as backend:
+        lock = StateLock(backend, timeout=0, command="a test holding the lock")
+        lock.__enter__()
+        try:
+            waiting = launch.start(
+                *acquire_args(bench, root, "pr-1"),
+                env=env(bench),
+                cwd=bench.workdir,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            with pytest.raises(subprocess.TimeoutExpired):
+                waiting.wait(timeout=2)  # before: exit 1 at once, "state ... is locked by"
+        finally:
+            lock.__exit__(None, None, None)
+        out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert out == "stage=preview\n"

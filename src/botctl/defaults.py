@@ -39,6 +39,9 @@ DEFAULT_PULL_SINCE = "7d"  # `conversations pull --since`
 DEFAULT_PULL_MAX = 20  # tests one pull writes per chatbot
 DEFAULT_PREVIEW_TTL = "1h"  # `preview acquire --ttl`: a pull request job's apply and tests
 DEFAULT_PREVIEW_POLL = 2.0  # seconds between tries of a `preview acquire --wait`
+# Seconds a preview acquire or release waits for the state lock at the least: it holds the
+# lock for one read and one write, so a job racing another for it waits, never fails.
+PREVIEW_LOCK_WAIT = 30.0
 # Seconds one git process may run (the state's git backend, --changed-since); the agent's
 # source has its own --fetch-timeout.
 DEFAULT_GIT_TIMEOUT = 60.0

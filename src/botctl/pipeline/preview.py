@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from botctl.config.selection import Selection, matches_all
-from botctl.defaults import DEFAULT_PREVIEW_POLL
+from botctl.defaults import DEFAULT_PREVIEW_POLL, PREVIEW_LOCK_WAIT
 from botctl.errors import BotctlError
 from botctl.models import State
 from botctl.pipeline.promote import Member, Stage, matches_nothing
@@ -124,7 +124,9 @@ def acquire(
     with open_backend(ws.state_path) as backend:
         while True:
             left = max(0.0, deadline - time.monotonic())
-            taken = _try(backend, found, owner, ttl, clock, max(ws.lock_timeout, left))
+            taken = _try(
+                backend, found, owner, ttl, clock, max(ws.lock_timeout, left, PREVIEW_LOCK_WAIT)
+            )
             if isinstance(taken, Acquired):
                 return taken
             if time.monotonic() + poll > deadline:
@@ -152,7 +154,7 @@ def release(where: StateLocation, owner: str | None, *, lock_timeout: float) -> 
     error: the job that ends calls it whatever happened."""
     with (
         open_backend(where) as backend,
-        StateLock(backend, timeout=lock_timeout, command="preview release"),
+        StateLock(backend, timeout=max(lock_timeout, PREVIEW_LOCK_WAIT), command="preview release"),
     ):
         stored = read_state(backend)
         state = stored.state
