@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
-from botctl.resources.attributes import CustomAttribute, OffContract
+from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.attributes import OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
 from botctl.resources.registry import kind_of, kinds
 from botctl.resources.rollout import Rollout

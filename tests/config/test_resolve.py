@@ -14,7 +14,7 @@ from botctl.config.loader import load_fleet
 from botctl.config.resolve import Fleet
 from botctl.errors import ConfigError, Problem
 from botctl.models import BotSpec
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 
 
 def chatbot(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

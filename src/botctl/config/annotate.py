@@ -16,7 +16,7 @@ import yaml
 from botctl.config.export import BlockStringDumper, literal
 from botctl.config.resolve import Origin, ResolvedBot
 from botctl.config.yamlnodes import Path as NodePath
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.values import JsonValue, mask_secrets
 
 FORMAT_VERSION = 1

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from botctl import contract, language, lint
 from botctl.defaults import DEFAULT_API_KEY_ENV
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from botctl.values import as_json
 

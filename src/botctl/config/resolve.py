@@ -53,7 +53,7 @@ from botctl.config.selection import (
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.models import BotSpec, Desired
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 
 Origin = tuple[Source, NodePath]
 Origins = dict[NodePath, Origin]

@@ -26,9 +26,9 @@ import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol, cast
+from typing import Any, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import ValidationError
 
 from botctl import contract, lint
 from botctl.errors import ApiError, ReadsUnavailable, ServiceError
@@ -44,68 +44,22 @@ from botctl.plan import (
     Unmanaged,
 )
 from botctl.resources import contacts
+from botctl.resources.attribute_model import (
+    MANAGED_FIELDS,
+    RESOURCE,
+    CustomAttribute,
+    attribute_change,
+    attribute_record,
+    update_body,
+)
 from botctl.resources.base import BotPlan, known_value
 from botctl.resources.kind import Basis, MutableParts, Parts
+from botctl.resources.renames import plan_renames
 from botctl.resources.settings import known_fields
-from botctl.sealing import FingerprintKey, Sealed, holds_secret, mask_beside
-from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
+from botctl.sealing import FingerprintKey, Sealed, holds_secret
+from botctl.values import SECRET_MASK, JsonValue, mask_secrets_in_text, same_value
 
-AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
-AttributeType = Literal["text", "number", "boolean", "date"]
-# The fields a person manages (and a PUT sends); name and type are identity.
-MANAGED_FIELDS = ("label", "description", "archived")
 CREATE_ATTEMPTS = 3
-
-
-class CustomAttribute(BaseModel):
-    """Contract 2.8. On the desired side ``label``/``description`` of ``None`` are not managed
-    (a create still sends a label: the attribute's name)."""
-
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, regex_engine=contract.PATTERN_ENGINE
-    )
-
-    name: AttributeName
-    type: AttributeType
-    label: str | None = None
-    description: str | None = None
-    archived: bool = False
-    # Declared only, never sent or recorded (excluded from every dump): a rename that moves
-    # the contacts' values from the old name (resources.renames), and consent to archive an
-    # attribute contacts still carry values for.
-    renamedFrom: AttributeName | None = Field(
-        default=None,
-        exclude=True,
-        description="The attribute this one replaces: botctl creates this one, copies every "
-        "contact's value from the old name to this one, verifies, then archives the old one.",
-    )
-    archiveWithValues: bool = Field(
-        default=False,
-        exclude=True,
-        description="Archiving this attribute may retire the values contacts carry for it "
-        "(else a plan that archives it while contacts carry values fails).",
-    )
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return self.model_dump(mode="json", exclude_none=True)
-
-    def managed(self) -> dict[str, JsonValue]:
-        """The fields this declaration manages: ``archived`` always, label and description
-        when declared."""
-        fields: dict[str, JsonValue] = {"archived": self.archived}
-        if self.label is not None:
-            fields["label"] = self.label
-        if self.description is not None:
-            fields["description"] = self.description
-        return fields
-
-    def create_body(self) -> dict[str, JsonValue]:
-        """The attribute as a create sends it: always with a label (the name when none is
-        declared: an older guide of the service requires one)."""
-        body = self.to_json()
-        body.setdefault("label", self.name)
-        body["archived"] = self.archived
-        return body
 
 
 # --- live parsing -------------------------------------------------------------------------------
@@ -209,8 +163,6 @@ def plan_attributes(
     current = observed if observed is not None else recorded
     held = {record.name: record for record in off_contract if record.name is not None}
     by_case = {name.casefold(): name for name in [*held, *current]}
-    from botctl.resources.renames import plan_renames  # it builds on this module
-
     renamed = plan_renames(bot, declared, observed, recorded, secrets, out, unfinished)
     for attribute in declared:
         if attribute.name in renamed.created:
@@ -264,7 +216,7 @@ def _plan_declared(
         before = current.to_json() if current is not None else None
         secret = holds_secret(attribute.managed(), secrets)
         out.depends_on.append(
-            Dependency(bot.chatbot_id, "attribute", attribute.name, before, secret=secret)
+            Dependency(bot.chatbot_id, RESOURCE, attribute.name, before, secret=secret)
         )
     elif attribute.name in recorded:
         current, confidence = recorded[attribute.name], "assumed"
@@ -290,8 +242,8 @@ def _plan_declared(
     action: Action = "update"
     if current.archived != attribute.archived:
         action = "archive" if attribute.archived else "unarchive"
-    change = _change(attribute.name, action, before, after, confidence, secrets)
-    out.operations.append(_update(bot, attribute.name, after, _record(attribute), change))
+    change = attribute_change(attribute.name, action, before, after, confidence, secrets)
+    out.operations.append(_update(bot, attribute.name, after, attribute_record(attribute), change))
 
 
 def _plan_undeclared(
@@ -312,44 +264,12 @@ def _plan_undeclared(
     before = current.to_json()
     after = {**before, "archived": True}
     confidence: Confidence = "verified" if verified else "assumed"
-    change = _change(current.name, "archive", before, after, confidence, secrets)
+    change = attribute_change(current.name, "archive", before, after, confidence, secrets)
     record: dict[str, JsonValue] = {"name": current.name, "type": current.type, "archived": True}
     out.operations.append(_update(bot, current.name, after, record, change))
 
 
-def _change(
-    name: str,
-    action: Action,
-    before: dict[str, JsonValue] | None,
-    after: dict[str, JsonValue],
-    confidence: Confidence,
-    secrets: frozenset[str],
-) -> Change:
-    return Change(
-        resource="attribute",
-        path=name,
-        action=action,
-        before=mask_beside(before, after, secrets),
-        after=mask_secrets(after, secrets),
-        confidence=confidence,
-    )
-
-
-def _record(attribute: CustomAttribute) -> dict[str, JsonValue]:
-    # State keeps what botctl manages: identity plus the declared fields (a label the YAML
-    # does not declare is not botctl's, so a dashboard edit of it is not drift).
-    return {"name": attribute.name, "type": attribute.type, **attribute.managed()}
-
-
 # --- requests -----------------------------------------------------------------------------------
-
-
-def update_body(attribute: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """The PUT that makes an existing attribute as ``attribute`` describes it; ``archived``
-    always explicit (the PUT's documented default is false: omitting it would un-archive)."""
-    body = {k: attribute[k] for k in ("label", "description") if attribute.get(k) is not None}
-    body["archived"] = bool(attribute.get("archived"))
-    return body
 
 
 def _update(
@@ -370,15 +290,23 @@ def _create(
     out: BotPlan,
 ) -> None:
     body = attribute.create_body()
-    change = _change(attribute.name, "create", None, body, confidence, secrets)
+    change = attribute_change(attribute.name, "create", None, body, confidence, secrets)
     if confidence == "verified":
-        op = Operation(bot, "create_attribute", attribute.name, body, _record(attribute), (change,))
+        op = Operation(
+            bot, "create_attribute", attribute.name, body, attribute_record(attribute), (change,)
+        )
     else:
         # Existence unknown (no reads, no state): update only the managed fields, and create
         # (whole) only when the update answers 404, so an attribute is never created twice.
         kind: OperationKind = "ensure_attribute"
         op = Operation(
-            bot, kind, attribute.name, attribute.managed(), _record(attribute), (change,), body
+            bot,
+            kind,
+            attribute.name,
+            attribute.managed(),
+            attribute_record(attribute),
+            (change,),
+            body,
         )
     out.operations.append(op)
 
@@ -549,7 +477,7 @@ class AttributesKind:
     record ``verified_attributes`` (names read from the service) and ``sealed_attributes``
     (fields known only by their fingerprints, by attribute)."""
 
-    name = "attribute"
+    name = RESOURCE
     order = 1
     # migrate_attribute: a rename (``renamedFrom``) that moves the contacts' values
     # (``resources.renames`` plans it, ``resources.contacts.migrate`` carries it out).
@@ -683,7 +611,7 @@ class AttributesKind:
                 continue
             listed = now.to_json()
             if all(same_value(listed.get(k), v) for k, v in attribute.managed().items()):
-                found[attribute.name] = CustomAttribute.model_validate(_record(attribute))
+                found[attribute.name] = CustomAttribute.model_validate(attribute_record(attribute))
         return found
 
     def read_back(self, op: Operation, live: Parts) -> dict[str, Any]:

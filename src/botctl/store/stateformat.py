@@ -49,7 +49,7 @@ from pydantic_core import from_json
 
 from botctl.errors import StateError
 from botctl.models import BotRecord, State
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.registry import kinds, state_keys
 from botctl.resources.rollout import Rollout
 from botctl.resources.settings import ChatbotSettings
