@@ -60,6 +60,12 @@ class BotSpec(BaseModel):
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def of(cls, parts: Mapping[str, Any], **common: Any) -> BotSpec:
+        """A chatbot as resolved: its ``common`` fields (name, id, ...), and each kind's parts
+        (``ResourceKind.from_spec``) in their field, or in ``parts`` when they have none."""
+        return cls(**common, **_split(cls.model_fields, parts))
+
     def part(self, key: str) -> Any:
         return _part(self, type(self).model_fields, key)
 
@@ -125,9 +131,7 @@ class LiveBot(BaseModel):
     @classmethod
     def of(cls, chatbot_id: str, parts: Mapping[str, Any]) -> LiveBot:
         """A chatbot as read: each part in its field, or in ``parts`` when it has none."""
-        own = {key: value for key, value in parts.items() if key in cls.model_fields}
-        others = {key: value for key, value in parts.items() if key not in cls.model_fields}
-        return cls(chatbot_id=chatbot_id, **own, parts=others)
+        return cls(chatbot_id=chatbot_id, **_split(cls.model_fields, parts))
 
     def part(self, key: str) -> Any:
         return _part(self, type(self).model_fields, key)
@@ -140,6 +144,14 @@ class Live(BaseModel):
     # Every chatbot each account lists, by the key variable it was read with (id -> name),
     # when the account's chatbot list could be read.
     listed: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
+def _split(own: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
+    """A container's keyword arguments for ``parts``: each in its field (in ``own``) where it
+    has one, the others in its ``parts`` mapping."""
+    fields = {key: value for key, value in parts.items() if key in own and key != "parts"}
+    others = {key: value for key, value in parts.items() if key not in fields}
+    return {**fields, "parts": others}
 
 
 def _part(container: Any, own: Mapping[str, Any], key: str) -> Any:
@@ -243,7 +255,7 @@ class State:
     @property
     def has_sealed(self) -> bool:
         """Whether any record holds a value known only by its fingerprint."""
-        return any(r.sealed_settings or r.sealed_attributes for r in self.bots.values())
+        return any(kind.has_sealed(r) for r in self.bots.values() for kind in kinds())
 
     def known_fingerprint_key(self) -> FingerprintKey | None:
         """The key of this state's fingerprints when it can be known: None before the state

@@ -40,7 +40,7 @@ from botctl.reconcile.freshness import (
     resolve_secrets,
     verify_applied,
 )
-from botctl.reconcile.rollback import Previous, previous_settings
+from botctl.reconcile.rollback import Before, previous_values
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
 from botctl.resources.contacts import (
@@ -51,6 +51,7 @@ from botctl.resources.contacts import (
     count_values,
     migrations,
 )
+from botctl.resources.registry import kind_of
 from botctl.sealing import FingerprintKey
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
@@ -93,7 +94,7 @@ class Applied:
 
     plan: Plan
     report: ApplyReport
-    previous: Mapping[str, Previous]
+    previous: Before
     clients: Mapping[str, ServiceClient]
     writer: StateWriter
 
@@ -380,7 +381,7 @@ async def run_apply(
             _record(writer, baseline.matching(desired, live) if desired else ())
             writer.flush()
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
-            previous = previous_settings(plan, live, state) if after_apply else {}
+            previous = previous_values(plan, live, state) if after_apply else {}
             after = None
             stop.armed = True
             try:
@@ -419,7 +420,7 @@ def _check_renames_can_read(plan: Plan, ws: Workspace) -> None:
     off = "--no-reads" if ws.service.no_reads else "--no-contact-reads"
     if not (ws.service.no_reads or ws.service.no_contact_reads):
         return
-    renames = [op.label for op in plan.operations if op.kind == "migrate_attribute"]
+    renames = [op.label for op in plan.operations if kind_of(op.resource).reads_contacts(op)]
     if renames:
         raise PlanError(
             f"a rename moves the contacts' values and must read them, which {off} forbids: "
@@ -639,10 +640,11 @@ async def read_for_export(
     environ: Mapping[str, str],
     options: ServiceOptions,
     warn: Callable[[str], None] = lambda _: None,
-) -> list[LiveBot]:
-    """Read chatbots to export: the ids given, or every chatbot of the account. An id botctl
-    cannot put into a request path is refused before any request when given, and skipped
-    with a ``warn``ing when the service lists it (it could reach another endpoint)."""
+) -> tuple[list[LiveBot], dict[str, str]]:
+    """Read chatbots to export: the ids given, or every chatbot of the account; and their
+    names in the chatbot list, by id. An id botctl cannot put into a request path is refused
+    before any request when given, and skipped with a ``warn``ing when the service lists it
+    (it could reach another endpoint)."""
     unusable = [f"{c!r}, {why}" for c in chatbot_ids if (why := chatbot_id_problem(c))]
     if unusable:
         raise BotctlError(f"unusable chatbot id: {'; '.join(unusable)}; nothing was read")
@@ -665,12 +667,13 @@ async def read_for_export(
     missing = [c for c in chatbot_ids if not live.bots[c].exists]
     if missing:
         raise BotctlError(f"no such chatbot in the account of ${api_key_env}: {', '.join(missing)}")
-    if chatbot_ids and all(live.bots[c].settings is None for c in chatbot_ids):
+    names = live.listed.get(api_key_env)
+    if chatbot_ids and names is None:
         raise BotctlError(
             "export needs the chatbot list (GET /get-chatbots), and this service does not "
             "offer it: nothing to export"
         )
-    return [live.bots[c] for c in chatbot_ids]
+    return [live.bots[c] for c in chatbot_ids], dict(names or {})
 
 
 def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:

@@ -26,9 +26,9 @@ import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from botctl import contract, lint
 from botctl.errors import ApiError, ReadsUnavailable, ServiceError
@@ -52,8 +52,15 @@ from botctl.resources.attribute_model import (
     attribute_record,
     update_body,
 )
-from botctl.resources.base import BotPlan, known_value
-from botctl.resources.kind import Basis, MutableParts, Parts
+from botctl.resources.base import BotPlan, known_value, rekeyed, shown_in_comment
+from botctl.resources.kind import (
+    Basis,
+    ExportedSection,
+    MutableParts,
+    Parts,
+    SpecField,
+    SpecPath,
+)
 from botctl.resources.renames import plan_renames
 from botctl.resources.settings import known_fields
 from botctl.sealing import FingerprintKey, Sealed, holds_secret
@@ -471,6 +478,87 @@ def _unfinished(migrations: Mapping[str, JsonValue]) -> dict[str, str]:
     }
 
 
+def declared_json(attribute: CustomAttribute) -> dict[str, JsonValue]:
+    """As a person declares it: ``archived`` only when true; the declared-only fields
+    (``renamedFrom``, ``archiveWithValues``) when given."""
+    shown = {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
+    if attribute.renamedFrom is not None:
+        shown["renamedFrom"] = attribute.renamedFrom
+    if attribute.archiveWithValues:
+        shown["archiveWithValues"] = True
+    return shown
+
+
+def export_notes(listed: bool, off_contract: Sequence[OffContract]) -> list[str]:
+    """What an exported document says of the attributes it does not declare."""
+    notes = []
+    if not listed:
+        notes.append("The attribute list could not be read: customAttributes not exported.")
+    if off_contract:
+        notes.append(
+            "Attributes held outside the contract's rules, so not exported (botctl never "
+            "writes them):"
+        )
+        notes += [
+            f"  {shown_in_comment(record.name) if record.name is not None else '(no name)'}: "
+            f"{shown_in_comment(record.reason)[1:-1]}"
+            for record in off_contract
+        ]
+    return notes
+
+
+# --- the kind's keys of a Chatbot document ------------------------------------------------------
+
+IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
+
+
+class Safety(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    maxArchivePercent: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None,
+        description="Most of this chatbot's active attributes one run may archive (default 30).",
+    )
+
+
+SPEC_FIELDS: dict[str, SpecField] = {
+    "customAttributes": SpecField(
+        tuple[CustomAttribute, ...],
+        Field(
+            default=(),
+            description="Custom contact attributes of the chatbot; a name also in an included "
+            "set replaces the set's declaration.",
+        ),
+    ),
+    "prune": SpecField(
+        bool,
+        Field(
+            default=False,
+            description="Archive live attributes that botctl never managed and this document "
+            "does not declare.",
+        ),
+        defaults=(bool | None, Field(default=None)),
+    ),
+    "ignoreAttributes": SpecField(
+        tuple[IgnorePattern, ...],
+        Field(
+            default=(),
+            description="Glob patterns (fnmatch) of live attributes this document does not "
+            "declare and botctl must leave alone: neither reported as unmanaged nor archived. "
+            "Those of matching Defaults are added.",
+        ),
+        defaults=(
+            tuple[IgnorePattern, ...],
+            Field(default=(), description="Added to each matching chatbot's own ignoreAttributes."),
+        ),
+        merge="added",
+    ),
+    "safety": SpecField(
+        Safety | None, Field(default=None), defaults=(Safety | None, Field(default=None))
+    ),
+}
+
+
 class AttributesKind:
     """Custom attributes behind ``resources.kind.ResourceKind``. Its parts: ``attributes``
     (declared: a tuple; observed and recorded: by name), ``off_contract`` (live), and in a
@@ -694,6 +782,105 @@ class AttributesKind:
 
     def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
         return {}
+
+    def has_sealed(self, record: Parts) -> bool:
+        return bool(record.part("sealed_attributes"))
+
+    def rekey(
+        self,
+        record: MutableParts,
+        spec: Parts | None,
+        old: FingerprintKey | None,
+        new: FingerprintKey,
+    ) -> tuple[int, list[str]]:
+        """An attribute's sealed fields move together, or it is forgotten whole."""
+        declared = {a.name: a.to_json() for a in spec.part("attributes")} if spec else {}
+        sealed: dict[str, dict[str, Sealed]] = record.part("sealed_attributes")
+        moved, forgotten = 0, []
+        for name, fields in sorted(sealed.items()):
+            wanted = declared.get(name, {})
+            values = {key: rekeyed(f, old, wanted.get(key)) for key, f in fields.items()}
+            if any(value is None for value in values.values()):
+                del sealed[name]
+                record.part("attributes").pop(name, None)
+                record.part("verified_attributes").discard(name)
+                forgotten.append(f"attribute {name}")
+                continue
+            sealed[name] = {key: new.seal(value) for key, value in values.items()}
+            moved += len(values)
+        return moved, forgotten
+
+    def previous(self, live: Parts | None, record: Parts | None) -> Any:
+        return None  # an archive or a new attribute is never undone behind a reviewer's back
+
+    def restore(
+        self, op: Operation, previous: Any
+    ) -> tuple[Operation | None, list[tuple[str, str]]]:
+        return None, []
+
+    def stranded(self, spec: Parts, live: Parts | None) -> list[str]:
+        observed: Mapping[str, CustomAttribute] | None = (
+            live.part("attributes") if live is not None else None
+        )
+        if not observed:
+            return []
+        return [
+            a.name
+            for a in spec.part("attributes")
+            if a.name in observed and observed[a.name].type != a.type and a.renamedFrom is None
+        ]
+
+    def archive_consent(self, spec: Parts) -> set[str]:
+        return {a.name for a in spec.part("attributes") if a.archiveWithValues}
+
+    def reads_contacts(self, op: Operation) -> bool:
+        return op.kind == "migrate_attribute"  # a rename moves the contacts' values
+
+    # -- the configuration ----------------------------------------------------------------------
+    spec_fields: Mapping[str, SpecField] = SPEC_FIELDS
+    secret_places = "an attribute's label or description"
+
+    def may_hold_secret(self, path: SpecPath) -> bool:
+        return len(path) == 3 and path[0] == "customAttributes" and path[2] in _SEALABLE_FIELDS
+
+    def from_spec(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        safety: Safety | None = values["safety"]
+        return {
+            "attributes": values["customAttributes"],
+            "prune": values["prune"],
+            "ignore_attributes": values["ignoreAttributes"],
+            "max_archive_percent": safety.maxArchivePercent if safety is not None else None,
+        }
+
+    def section(self, spec: Parts) -> dict[str, JsonValue]:
+        shown: dict[str, JsonValue] = {
+            "customAttributes": [declared_json(a) for a in spec.part("attributes")],
+            "prune": spec.part("prune"),
+        }
+        if spec.part("ignore_attributes"):
+            shown["ignoreAttributes"] = list(spec.part("ignore_attributes"))
+        if spec.part("max_archive_percent") is not None:
+            shown["safety"] = {"maxArchivePercent": spec.part("max_archive_percent")}
+        return shown
+
+    def revision_values(self, spec: Parts) -> dict[str, JsonValue]:
+        return {
+            "attributes": [a.to_json() for a in spec.part("attributes")],
+            "prune": spec.part("prune"),
+            "ignoreAttributes": list(spec.part("ignore_attributes")),
+        }
+
+    def export(self, live: Parts) -> ExportedSection:
+        listed: Mapping[str, CustomAttribute] | None = live.part("attributes")
+        attributes = sorted((listed or {}).values(), key=lambda a: a.name)
+        values: dict[str, JsonValue] = {}
+        if attributes:
+            values["customAttributes"] = [
+                {k: v for k, v in a.to_json().items() if k != "archived" or v} for a in attributes
+            ]
+        values["prune"] = False
+        notes = export_notes(listed is not None, live.part("off_contract") or ())
+        return ExportedSection(values, tuple(notes))
 
 
 KIND = AttributesKind()
