@@ -8,13 +8,11 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botctl import contract, lint
 from botctl.config.document import chatbot_id_problem
-from botctl.config.export import Exported, document_files
 from botctl.config.resolve import Fleet
-from botctl.config.revision import revisions
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import (
     BotctlError,
@@ -40,7 +38,6 @@ from botctl.reconcile.freshness import (
     resolve_secrets,
     verify_applied,
 )
-from botctl.reconcile.rollback import Before, previous_values
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
 from botctl.resources.contacts import (
@@ -60,7 +57,6 @@ from botctl.service.options import ServiceOptions
 from botctl.service.redact import Redactor
 from botctl.store.backend import StateBackend
 from botctl.store.backends import StateLocation, open_backend
-from botctl.store.files import write_new_files
 from botctl.store.keys import (
     FOR_ENCRYPTION,
     FOR_SECRETS,
@@ -69,9 +65,12 @@ from botctl.store.keys import (
     find_key,
     give_key,
 )
-from botctl.store.lock import StateLock
-from botctl.store.planfile import SavedPlan, read_plan_file
 from botctl.store.state import StateWriter, load_state, read_state, save_state, state_cipher
+
+if TYPE_CHECKING:  # imported where used: a plan never loads what only apply or export need
+    from botctl.config.export import Exported
+    from botctl.reconcile.rollback import Before
+    from botctl.store.planfile import SavedPlan
 
 
 @dataclass(frozen=True)
@@ -159,6 +158,8 @@ def read_saved_plan(path: Path, state_path: StateLocation) -> SavedPlan:
         with open_backend(state_path) as backend:
             source = find_key(backend)
         return source.key, source.hint()
+
+    from botctl.store.planfile import read_plan_file
 
     return read_plan_file(path, key_of)
 
@@ -331,6 +332,8 @@ async def run_apply(
         if held is not None:
             backend = held
         else:
+            from botctl.store.lock import StateLock
+
             backend = held_for_the_run.enter_context(open_backend(ws.state_path))
             held_for_the_run.enter_context(
                 StateLock(backend, timeout=ws.lock_timeout, command="apply")
@@ -381,6 +384,8 @@ async def run_apply(
             _record(writer, baseline.matching(desired, live) if desired else ())
             writer.flush()
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
+            from botctl.reconcile.rollback import previous_values
+
             previous = previous_values(plan, live, state) if after_apply else {}
             after = None
             stop.armed = True
@@ -436,6 +441,8 @@ def _record_rollout(writer: StateWriter, desired: Desired | None, fleet: Fleet |
     rollout = writer.state.rollout
     if desired is None or fleet is None or not any(b.chatbot_id in rollout for b in desired.bots):
         return
+    from botctl.config.revision import revisions
+
     current = revisions(fleet)
     for bot in desired.bots:
         record = rollout.get(bot.chatbot_id)
@@ -606,6 +613,8 @@ async def _read_back(
 async def run_refresh(ws: Workspace) -> RefreshOutcome:
     """Record, as verified, every declared value the service holds: the baseline of chatbots
     adopted with hand-written YAML. Read-only on the service; writes the state only."""
+    from botctl.store.lock import StateLock
+
     desired = load(ws)
     with (
         open_backend(ws.state_path) as backend,
@@ -678,6 +687,9 @@ async def read_for_export(
 
 def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:
     """Write every exported document into ``out``, or none: never over an existing file."""
+    from botctl.config.export import document_files
+    from botctl.store.files import write_new_files
+
     files = document_files(out, exported)
     try:
         write_new_files(files)
@@ -696,6 +708,8 @@ def record_export(
 ) -> None:
     """Record what an export read as the baseline of each chatbot it wrote, so that drift on
     the exported files starts clean."""
+    from botctl.store.lock import StateLock
+
     with (
         open_backend(state_path) as backend,
         StateLock(backend, timeout=lock_timeout, command="export"),
