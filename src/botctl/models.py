@@ -15,7 +15,7 @@ their slices out (``resources.kind``); nothing here knows which kinds exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
-from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute, interned
 from botctl.resources.attributes import OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
 from botctl.resources.registry import kind_of, kinds
@@ -67,7 +67,7 @@ class BotSpec(BaseModel):
         return cls(**common, **_split(cls.model_fields, parts))
 
     def part(self, key: str) -> Any:
-        return _part(self, type(self).model_fields, key)
+        return _part(self, _SPEC_FIELDS, key)
 
     @property
     def ref(self) -> BotRef:
@@ -134,7 +134,12 @@ class LiveBot(BaseModel):
         return cls(chatbot_id=chatbot_id, **_split(cls.model_fields, parts))
 
     def part(self, key: str) -> Any:
-        return _part(self, type(self).model_fields, key)
+        return _part(self, _LIVE_FIELDS, key)
+
+
+# The fields of the containers, once (a plan asks each kind's parts of every chatbot).
+_SPEC_FIELDS = frozenset(BotSpec.model_fields)
+_LIVE_FIELDS = frozenset(LiveBot.model_fields)
 
 
 class Live(BaseModel):
@@ -146,7 +151,7 @@ class Live(BaseModel):
     listed: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
-def _split(own: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
+def _split(own: Collection[str], parts: Mapping[str, Any]) -> dict[str, Any]:
     """A container's keyword arguments for ``parts``: each in its field (in ``own``) where it
     has one, the others in its ``parts`` mapping."""
     fields = {key: value for key, value in parts.items() if key in own and key != "parts"}
@@ -154,7 +159,7 @@ def _split(own: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
     return {**fields, "parts": others}
 
 
-def _part(container: Any, own: Mapping[str, Any], key: str) -> Any:
+def _part(container: Any, own: Collection[str], key: str) -> Any:
     """A part of ``container``: its field ``key`` (in ``own``), else its ``parts`` entry (None
     when it has none)."""
     if key in own and key != "parts":
@@ -191,6 +196,10 @@ class BotRecord:
     migrations: dict[str, JsonValue] = field(default_factory=dict)
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # As read from the state: the same attributes as declared and read, held once.
+        self.attributes = {name: interned(a) for name, a in self.attributes.items()}
 
     def part(self, key: str) -> Any:
         return _part(self, _RECORD_FIELDS, key)

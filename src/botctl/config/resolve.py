@@ -47,7 +47,7 @@ from botctl.config.selection import (
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.models import BotSpec, Desired
-from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute, interned
 from botctl.resources.registry import kinds
 
 Origin = tuple[Source, NodePath]
@@ -443,7 +443,7 @@ class _Resolver:
                 path,
                 f"{name}: declared by chatbot, overrides {where}",
             )
-        attributes = tuple(a for a, _, _ in chosen.values()) + own
+        attributes = tuple(a for a, _, _ in chosen.values()) + tuple(map(interned, own))
         places = tuple((s.source, ("spec", SET_KEY, j)) for _, s, j in chosen.values()) + tuple(
             (source, ("spec", SET_KEY, i)) for i in range(len(own))
         )

@@ -5,8 +5,10 @@ and ``resources.renames`` both build on it, and neither on the other."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -53,18 +55,27 @@ class CustomAttribute(BaseModel):
         "(else a plan that archives it while contacts carry values fails).",
     )
 
-    def to_json(self) -> dict[str, JsonValue]:
+    @cached_property
+    def _json(self) -> dict[str, JsonValue]:
+        # Worked out once: frozen, and (interned) one instance serves every chatbot holding it.
         return self.model_dump(mode="json", exclude_none=True)
 
-    def managed(self) -> dict[str, JsonValue]:
-        """The fields this declaration manages: ``archived`` always, label and description
-        when declared."""
+    @cached_property
+    def _managed(self) -> dict[str, JsonValue]:
         fields: dict[str, JsonValue] = {"archived": self.archived}
         if self.label is not None:
             fields["label"] = self.label
         if self.description is not None:
             fields["description"] = self.description
         return fields
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return dict(self._json)  # a copy: the caller may change it
+
+    def managed(self) -> dict[str, JsonValue]:
+        """The fields this declaration manages: ``archived`` always, label and description
+        when declared."""
+        return dict(self._managed)
 
     def create_body(self) -> dict[str, JsonValue]:
         """The attribute as a create sends it: always with a label (the name when none is
@@ -105,3 +116,26 @@ def update_body(attribute: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     body = {k: attribute[k] for k in ("label", "description") if attribute.get(k) is not None}
     body["archived"] = bool(attribute.get("archived"))
     return body
+
+
+# One instance per distinct attribute: declared, read and recorded, a fleet's attributes are
+# mostly the same values (and the same across its chatbots), so a plan of 5,000 chatbots holds
+# a few distinct ones rather than 300,000 copies. Frozen, so sharing one is safe; bounded, so
+# a long-running agent does not keep every attribute it ever saw.
+_INTERNED: dict[Any, CustomAttribute] = {}
+_INTERNED_MAX = 100_000
+
+
+def interned(attribute: CustomAttribute) -> CustomAttribute:
+    """The one instance equal to ``attribute`` (itself, the first time)."""
+    # By its fields' values (each typed by the model): a tuple hashes and compares in C.
+    key = _FIELDS(attribute.__dict__)
+    found = _INTERNED.get(key)
+    if found is None:
+        if len(_INTERNED) >= _INTERNED_MAX:
+            _INTERNED.clear()
+        found = _INTERNED[key] = attribute
+    return found
+
+
+_FIELDS = operator.itemgetter(*CustomAttribute.model_fields)

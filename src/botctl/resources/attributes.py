@@ -50,6 +50,7 @@ from botctl.resources.attribute_model import (
     CustomAttribute,
     attribute_change,
     attribute_record,
+    interned,
     update_body,
 )
 from botctl.resources.base import BotPlan, known_value, rekeyed, shown_in_comment
@@ -93,15 +94,39 @@ def read_live(raw: Sequence[Any]) -> tuple[dict[str, CustomAttribute], tuple[Off
         if not isinstance(record, Mapping):
             refused.append(OffContract(None, f"not an attribute record: {_shown(record)}", record))
             continue
-        name = record.get("name")
-        shown_name = name if isinstance(name, str) else None
         try:
-            attribute = CustomAttribute.model_validate(known_fields(record, CustomAttribute))
+            attribute = _parsed(record)
         except ValidationError as exc:
+            name = record.get("name")
+            shown_name = name if isinstance(name, str) else None
             refused.append(OffContract(shown_name, _reason(exc, record), dict(record)))
             continue
         parsed.setdefault(attribute.name, attribute)
     return parsed, tuple(refused)
+
+
+# Records read, by their exact content (each value with its type: ``True`` is not ``1``), to
+# what they parse to: a fleet's chatbots hold the same attributes, parsed once. Bounded.
+_READ: dict[tuple[tuple[str, type, Any], ...], CustomAttribute] = {}
+_READ_MAX = 50_000
+
+
+def _parsed(record: Mapping[str, Any]) -> CustomAttribute:
+    """One record as a model (``ValidationError`` when it is outside the contract)."""
+    try:
+        key = tuple((k, type(v), v) for k, v in record.items())
+        found = _READ.get(key)
+    except TypeError:  # a value that cannot be a key (a list, a mapping): parsed each time
+        return _validated(record)
+    if found is None:
+        if len(_READ) >= _READ_MAX:
+            _READ.clear()
+        found = _READ[key] = _validated(record)
+    return found
+
+
+def _validated(record: Mapping[str, Any]) -> CustomAttribute:
+    return interned(CustomAttribute.model_validate(known_fields(record, CustomAttribute)))
 
 
 _EXPECTED = {"bool_type": "true or false", "string_type": "text"}
@@ -240,6 +265,8 @@ def _plan_declared(
             f"service ({confidence}) but declared {attribute.type!r}; the API cannot change an "
             "attribute's type: declare a new attribute under another name and archive this one"
         )
+        return
+    if current is attribute:  # the same values (interned): in sync
         return
     before = current.to_json()
     managed = attribute.managed()

@@ -150,13 +150,13 @@ def camel(key: str) -> str:
 def known_fields(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The keys of ``model`` in ``record`` (either spelling), nulls dropped; a camelCase key
     wins over its snake_case twin, since it is the spelling the write uses."""
-    allowed = model.model_fields
+    allowed = _nested_fields(model)
     out: dict[str, Any] = {}
     for key, value in record.items():
         name = camel(key)
         if name not in allowed or value is None or (name in out and name != key):
             continue
-        nested = nested_model(allowed[name].annotation)
+        nested = allowed[name]
         if nested is not None:
             if not isinstance(value, Mapping):
                 continue  # not a shape we understand: not observable
@@ -167,6 +167,13 @@ def known_fields(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str,
             value = tuple(value)  # the models hold immutable sequences
         out[name] = value
     return out
+
+
+@functools.cache
+def _nested_fields(model: type[BaseModel]) -> dict[str, type[BaseModel] | None]:
+    """Each field of ``model``, and the model nested in it if any: worked out once per model
+    (live parsing asks of every record of every chatbot)."""
+    return {name: nested_model(info.annotation) for name, info in model.model_fields.items()}
 
 
 def nested_model(annotation: Any) -> type[BaseModel] | None:

@@ -161,10 +161,13 @@ def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> d
 
 def _tuples(value: Any) -> Any:
     """JSON arrays as tuples, at any depth (the models hold sequences as tuples, and are
-    strict)."""
+    strict). A mapping of plain values (an attribute's record) is kept as it is: fresh from
+    the parser, nothing else holds it, and a large state has a hundred thousand."""
     if isinstance(value, list):
         return tuple(_tuples(item) for item in value)
     if isinstance(value, dict):
+        if not any(isinstance(item, list | dict) for item in value.values()):
+            return value
         return {key: _tuples(item) for key, item in value.items()}
     return value
 
