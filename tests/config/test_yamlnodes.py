@@ -21,6 +21,10 @@ from botctl.config.yamlnodes import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     _compose_all,
+    _mark,
+    _NodesNeeded,
+    _values_all,
+    _Walker,
     parse_documents,
 )
 from botctl.errors import ConfigError, Problem
@@ -233,3 +237,79 @@ def test_generated_yaml_composes_as_pyyaml_does(value: Any, flow: bool, shared: 
     document = {"first": value, "again": value} if shared else value
     text = yaml.safe_dump(document, default_flow_style=flow, explicit_start=True)
     assert_composed_alike(text + text)
+
+
+# --- the direct path: values straight from the events, as the nodes and the walker give --------
+
+
+def walked(text: str, problems: list[Problem]) -> list[tuple[Any, tuple[int, int]]]:
+    """Every document's value and start, as composing and walking give them."""
+    walker = _Walker("f.yaml", problems)
+    return [(walker.value(node, 0, ()), _mark(node)) for node in _compose_all(text)]
+
+
+def assert_built_alike(text: str) -> None:
+    """The direct path builds what the walker does, or leaves the document to it: always when
+    the walker reports a problem."""
+    problems: list[Problem] = []
+    try:
+        expected = walked(text, problems)
+    except yaml.YAMLError:
+        with pytest.raises(yaml.YAMLError):
+            list(_values_all(text))
+        return
+    if problems:
+        with pytest.raises(_NodesNeeded):
+            list(_values_all(text))
+        return
+    try:
+        direct = list(_values_all(text))
+    except _NodesNeeded:
+        return  # anchors, aliases, tags: the walker's to build
+    assert direct == expected, text
+
+
+@pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_checked_in_yaml_file_is_built_directly_as_walked(path: Path) -> None:
+    assert_built_alike(path.read_text(encoding="utf-8"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=JSONISH, flow=st.booleans(), shared=st.booleans())
+def test_generated_yaml_is_built_directly_as_walked(value: Any, flow: bool, shared: bool) -> None:
+    document = {"first": value, "again": value} if shared else value
+    text = yaml.safe_dump(document, default_flow_style=flow, explicit_start=True)
+    assert_built_alike(text + text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x 1\nb: *x\n",  # an anchor and an alias
+        "base: &b {x: 1}\nuse:\n  <<: *b\n",  # a merge key
+        "a: !!str 1\n",  # an explicit tag
+        "1: one\n",  # a key that is not text
+        "a: 1\na: 2\n",  # a duplicate key
+        "when: 2024-02-30\n",  # a scalar that cannot be built
+    ],
+)
+def test_what_the_walker_reports_or_resolves_takes_the_node_path(text: str) -> None:
+    with pytest.raises(_NodesNeeded):
+        list(_values_all(text))
+    documents, problems = parse_documents(text, "f.yaml")
+    expected_problems: list[Problem] = []
+    expected = [
+        _Walker("f.yaml", expected_problems).value(node, 0, ()) for node in _compose_all(text)
+    ]
+    assert [doc.value for doc in documents] == [v for v in expected if v is not None]
+    assert problems == expected_problems
+
+
+def test_plain_documents_take_the_direct_path_with_the_same_places() -> None:
+    text = "---\na: 1\nb: [x, {c: true}]\n---\n- one\n---\n\n---\nplain\n"
+    documents, problems = parse_documents(text, "f.yaml")
+    assert problems == []
+    assert [(d.value, d.start) for d in documents] == [
+        (v, m) for v, m in walked(text, problems) if v is not None
+    ]
+    assert documents[1].mark((0,)) == (5, 3)  # found by reading the document again

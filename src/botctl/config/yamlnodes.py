@@ -452,16 +452,128 @@ def _anchor(anchors: dict[str, yaml.Node], event: Any, node: yaml.Node) -> None:
     anchors[event.anchor] = node
 
 
+class _NodesNeeded(Exception):
+    """A document the direct path does not build: the composed nodes and the walker do."""
+
+
+class _Building:
+    """A collection the direct path is building: its value, and a mapping's key waiting."""
+
+    __slots__ = ("key", "mapping", "value")
+
+    def __init__(self, mapping: bool) -> None:
+        self.mapping = mapping
+        self.value: Any = {} if mapping else []
+        self.key: Any = _NO_KEY
+
+
+_NO_KEY = object()
+# Plain scalars other than text (numbers, booleans, null, dates), as constructed, by tag and
+# text: immutable, so one serves every place that writes the same. Bounded.
+_CONSTRUCTED: dict[tuple[str, str], Any] = {}
+
+
+def _constructed(constructor: Any, tag: str, value: str, event: Any) -> Any:
+    key = (tag, value)
+    if key in _CONSTRUCTED:
+        return _CONSTRUCTED[key]
+    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+    try:
+        made = constructor.construct_object(node, deep=True)
+    except Exception:  # the walker reports it, located
+        raise _NodesNeeded() from None
+    if len(_CONSTRUCTED) >= _TAGS_MAX:
+        _CONSTRUCTED.clear()
+    _CONSTRUCTED[key] = made
+    return made
+
+
+def _plain(event: Any) -> bool:
+    """An event with neither anchor nor explicit tag."""
+    return event.anchor is None and (event.tag is None or event.tag == "!")
+
+
+def _values_all(text: str) -> Iterator[tuple[Any, Mark]]:
+    """Every document's plain value and where it starts, built straight from the parser's
+    events: what composing nodes and walking them gives (``_compose_all``, ``_Walker``), at
+    about half the cost, for a document without anchors, aliases, merge keys, explicit tags,
+    or anything the walker would report (a key that is not text, a duplicate key, a scalar
+    that cannot be built): those raise ``_NodesNeeded``. Bounded in depth as the composer is."""
+    parser = _PARSER(text)
+    get_event, resolve = parser.get_event, parser.resolve
+    constructor = yaml.SafeLoader("")
+    stack: list[_Building] = []
+    root: Any = None
+    start: Mark = (1, 1)
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind is _SCALAR:
+            if not _plain(event):
+                raise _NodesNeeded()
+            value = event.value
+            if len(value) <= _SHORT:
+                value = intern(value)
+            tag = _scalar_tag(resolve, value, event.implicit)
+            if tag != _STR_TAG:
+                value = _constructed(constructor, tag, value, event)
+        elif kind is _SEQUENCE_START or kind is _MAPPING_START:
+            if not _plain(event):
+                raise _NodesNeeded()
+            if len(stack) >= MAX_DEPTH:
+                raise LimitExceeded(None, None, DEPTH_MESSAGE, event.start_mark)
+            if not stack:
+                start = (event.start_mark.line + 1, event.start_mark.column + 1)
+            stack.append(_Building(kind is _MAPPING_START))
+            continue
+        elif kind is _SEQUENCE_END or kind is _MAPPING_END:
+            value = stack.pop().value
+        elif kind is events.DocumentEndEvent:
+            yield root, start
+            root = None
+            continue
+        elif kind is events.StreamEndEvent:
+            return
+        elif kind is events.AliasEvent:
+            raise _NodesNeeded()
+        else:  # the stream's or a document's start
+            continue
+        if not stack:
+            root = value
+            if kind is _SCALAR:
+                start = (event.start_mark.line + 1, event.start_mark.column + 1)
+            continue
+        _add(stack[-1], value)
+
+
+def _add(parent: _Building, value: Any) -> None:
+    if not parent.mapping:
+        parent.value.append(value)
+    elif parent.key is _NO_KEY:
+        if not isinstance(value, str) or value in parent.value:
+            raise _NodesNeeded()  # a key that is not text, or a duplicate: the walker says so
+        parent.key = value
+    else:
+        parent.value[parent.key] = value
+        parent.key = _NO_KEY
+
+
 def parse_documents(text: str, file: str) -> tuple[list[LocatedDocument], list[Problem]]:
     """Every non-empty document of a YAML stream, located; YAML errors, and input beyond
     botctl's bounds, as located problems."""
     problems: list[Problem] = []
     documents: list[LocatedDocument] = []
     try:
-        for index, node in enumerate(_compose_all(text)):
-            value = _Walker(file, problems).value(node, 0, ())
-            if value is not None:
-                documents.append(LocatedDocument(file, value, _mark(node), text, index))
+        try:
+            for index, (value, start) in enumerate(_values_all(text)):
+                if value is not None:
+                    documents.append(LocatedDocument(file, value, start, text, index))
+        except _NodesNeeded:
+            documents.clear()
+            for index, node in enumerate(_compose_all(text)):
+                value = _Walker(file, problems).value(node, 0, ())
+                if value is not None:
+                    documents.append(LocatedDocument(file, value, _mark(node), text, index))
     except LimitExceeded as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

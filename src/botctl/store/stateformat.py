@@ -166,9 +166,10 @@ def _tuples(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_tuples(item) for item in value)
     if isinstance(value, dict):
-        if not any(isinstance(item, list | dict) for item in value.values()):
-            return value
-        return {key: _tuples(item) for key, item in value.items()}
+        for item in value.values():
+            if isinstance(item, list | dict):
+                return {key: _tuples(item) for key, item in value.items()}
+        return value
     return value
 
 
