@@ -259,7 +259,8 @@ def _open_run(ws: Workspace, *, create_key: bool) -> tuple[Desired, State, Scope
     state's key file is made now, for a plan saved to a file), and the scope."""
     fleet = load_resolved(ws)
     with open_backend(ws.state_path) as backend:
-        state = load_state(backend)
+        with collector_paused():  # a state's records are as many objects as the YAML's
+            state = load_state(backend)
         _choose_encryption(state, ws, backend)
         _require_key(state, fleet.desired, backend, create=create_key)
     desired, scope = scoped(ws, fleet, state)
