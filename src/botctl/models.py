@@ -9,8 +9,10 @@ Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within i
 
 Each view holds one part per resource kind, keyed by the kind's key (``part``): a field of
 that name where the view has one (``settings``, ``attributes``, ...), else an entry of its
-``parts`` mapping, where a new kind keeps its parts without a field of its own. The kinds take
-their slices out (``resources.kind``); nothing here knows which kinds exist.
+``parts`` mapping, where a new kind keeps its parts without a field of its own. A view is made
+from parts the same way whatever the kind (``BotSpec.of``, ``LiveBot.of``, ``set_part``), and
+the kinds take their slices out (``resources.kind``): the first kinds' typed fields are storage
+the state format and their own modules read, not a path any generic code takes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The document formats as pydantic models: the single source of both validation and the
 published JSON Schema.
 
-Three kinds of document (README "Configuration format"):
+Four kinds of document (README "Configuration format"):
 
-- ``Chatbot``: one chatbot, as desired;
+- ``Chatbot``: one chatbot, as desired; its ``spec`` is made of each resource kind's keys
+  (``ResourceKind.spec_fields``), so its model (and a ``Defaults`` document's) is built for the
+  kinds registered (``chatbot_document``), and the JSON Schema with it;
 - ``AttributeSet``: custom attributes shared by the chatbots that include it
   (``spec.attributeSets``);
 - ``Defaults``: values applied to every chatbot its label selector matches; the chatbot's own

@@ -4,18 +4,23 @@ located messages.
 
 How a chatbot is resolved (README "Configuration format", "Fleets"):
 
-1. **Defaults** whose selector matches the chatbot's labels apply in document order: their
-   ``settings``, ``prune`` and ``safety`` are laid over each other, then the chatbot's own spec is
-   laid over them: the chatbot's own values win. Mappings (``settings``, ``styles``,
-   ``collectCustomerInformation`` and its fields, ``safety``) merge field by field; any other
-   value, lists included, replaces what was there; an explicit ``~`` (not managed) replaces too.
-   The merged document is then validated once, as if it had been written whole, and each
-   problem is reported in the document the offending value came from.
+1. **Defaults** whose selector matches the chatbot's labels apply in document order: the keys
+   the resource kinds let them give (``SpecField.defaults``: ``settings``, ``prune``, ``safety``)
+   are laid over each other, then the chatbot's own spec is laid over them: the chatbot's own
+   values win. Mappings (``settings``, ``styles``, ``collectCustomerInformation`` and its
+   fields, ``safety``) merge field by field; any other value, lists included, replaces what was
+   there; an explicit ``~`` (not managed) replaces too. The merged document is then validated
+   once, as if it had been written whole (``config.document.chatbot_document``: the models of
+   the kinds registered), and each problem is reported in the document the offending value came
+   from. A key a kind marks ``added`` (``ignoreAttributes``) takes the Defaults' items first,
+   then the chatbot's own, each once.
 2. **AttributeSets**: those of the matching Defaults (in order) and then the chatbot's own
    ``attributeSets``, each once. Their attributes come first, then the chatbot's own; a name the
    chatbot declares itself replaces the sets' declarations (warning BC201, once per chatbot);
    the same name declared differently by two included sets is an error naming both places and
    the chatbots that include both.
+3. Each kind takes its keys of the resolved spec into its parts of the ``BotSpec``
+   (``ResourceKind.from_spec``): nothing here names a kind's parts.
 """
 
 from __future__ import annotations

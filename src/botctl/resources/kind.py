@@ -1,10 +1,14 @@
 """``ResourceKind``: the one interface every resource kind implements (``resources.registry``
 holds the kinds of a run).
 
-Everything above ``resources/`` that handles "each kind" (``models``, ``reconcile/*``,
-``service.live``, ``store.state``, ``render``) iterates ``registry.kinds()`` or looks a kind up
-by the ``resource`` a change, operation or dependency names (``registry.kind_of``): none of it
-branches on a kind's name, so a new kind is one module and one ``register`` call.
+Everything above ``resources/`` that handles "each kind" (``models``, ``config``: the document
+models, Defaults, ``render``'s view, revisions, export, where a secret may stand;
+``reconcile/*``: plans, drift, rollback, contact counts; ``service.live``, ``store``,
+``pipeline``: rekey; ``render``) iterates ``registry.kinds()`` or looks a kind up by the
+``resource`` a change, operation or dependency names (``registry.kind_of``): none of it
+branches on a kind's name (``tests/resources/test_registry.py`` reads all of ``src/`` outside
+``resources/`` and ``sandbox/`` for one), so a new kind is one module and one ``register``
+call.
 
 A kind never sees the containers of ``models``: it is handed ``Parts`` (a ``BotSpec``, a
 ``LiveBot``, a ``BotRecord``) and takes its own slices out of it by key (``part``). A part is
