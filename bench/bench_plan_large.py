@@ -10,7 +10,9 @@ attribute list from answers made at start: no latency, no emulator. The state is
 first by `botctl refresh` (every value verified, as after an apply), so the plan reads it as a
 pull request's plan does; the world matches the configuration, so the plan is empty. Each run
 is the real CLI in a process of its own (its start-up included); the figures are the median of
-``--runs``, and the range.
+``--runs``, and the range. For scale, each round also times the reads alone, sent by a bare
+keep-alive ``httpx.AsyncClient`` in a process of its own at the same concurrency
+(``bench/bare_client.py``): the floor of any client built on httpx on this machine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_reconcile import write_config
+from botctl.defaults import DEFAULT_PARALLELISM
 
 KEY = "bench-key"
 HERE = Path(__file__).parent
@@ -78,6 +81,18 @@ def botctl(argv: list[str], env: dict[str, str], profile: str | None = None) -> 
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
 
 
+def bare(url: str, bots: int) -> Run:
+    """The bare client in a process of its own, measured as botctl is."""
+    started = time.perf_counter()
+    command = [sys.executable, str(HERE / "bare_client.py"), url, "--bots", str(bots)]
+    command += ["--parallelism", str(DEFAULT_PARALLELISM)]
+    proc = subprocess.Popen(command)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+
+
 def shown(values: list[float], unit: str, digits: int = 2) -> str:
     return (
         f"{statistics.median(values):.{digits}f} {unit} "
@@ -106,8 +121,11 @@ def main() -> None:
                 botctl(["plan", *common], env, args.profile)
                 print(f"profile written to {args.profile}")
                 return
-            runs = [botctl(["plan", *common], env) for _ in range(args.runs)]
-    assert all(run.exit_code == 0 for run in runs), [run.exit_code for run in runs]
+            runs, floors = [], []
+            for _ in range(args.runs):
+                runs.append(botctl(["plan", *common], env))
+                floors.append(bare(url, args.bots))
+    assert all(run.exit_code == 0 for run in [*runs, *floors]), [r.exit_code for r in runs]
     print(
         f"botctl plan, {args.bots} chatbots x {args.attributes} attributes, bare loopback "
         f"server, state recorded, {args.runs} runs (median, range):"
@@ -115,6 +133,9 @@ def main() -> None:
     print(f"  wall    {shown([r.wall for r in runs], 's')}")
     print(f"  CPU     {shown([r.cpu for r in runs], 's')}")
     print(f"  max RSS {shown([r.max_rss_mib for r in runs], 'MiB', 0)}")
+    print(f"the same reads by a bare httpx client (parallelism {DEFAULT_PARALLELISM}):")
+    print(f"  wall    {shown([r.wall for r in floors], 's')}")
+    print(f"  CPU     {shown([r.cpu for r in floors], 's')}")
     print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
 
 
