@@ -81,11 +81,11 @@ def botctl(argv: list[str], env: dict[str, str], profile: str | None = None) -> 
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
 
 
-def bare(url: str, bots: int) -> Run:
+def bare(url: str, bots: int, parallelism: int) -> Run:
     """The bare client in a process of its own, measured as botctl is."""
     started = time.perf_counter()
     command = [sys.executable, str(HERE / "bare_client.py"), url, "--bots", str(bots)]
-    command += ["--parallelism", str(DEFAULT_PARALLELISM)]
+    command += ["--parallelism", str(parallelism)]
     proc = subprocess.Popen(command)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--attributes", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", help="write one run's cProfile statistics here")
+    parser.add_argument(
+        "--parallelism", type=int, default=DEFAULT_PARALLELISM, help="of botctl and the bare client"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="botctl-bench-large-") as tmp:
         work = Path(tmp)
@@ -114,7 +117,7 @@ def main() -> None:
         env |= {"BENCH_KEY_0": KEY, "NO_COLOR": "1"}
         with bare_server(args.bots, args.attributes) as url:
             common = [str(work / "config"), "--state", str(work / "state.json")]
-            common += ["--api-url", f"{url}/api/v1"]
+            common += ["--api-url", f"{url}/api/v1", "--parallelism", str(args.parallelism)]
             refreshed = botctl(["refresh", *common], env)
             assert refreshed.exit_code == 0, "refresh failed"
             if args.profile:
@@ -124,16 +127,17 @@ def main() -> None:
             runs, floors = [], []
             for _ in range(args.runs):
                 runs.append(botctl(["plan", *common], env))
-                floors.append(bare(url, args.bots))
+                floors.append(bare(url, args.bots, args.parallelism))
     assert all(run.exit_code == 0 for run in [*runs, *floors]), [r.exit_code for r in runs]
     print(
         f"botctl plan, {args.bots} chatbots x {args.attributes} attributes, bare loopback "
-        f"server, state recorded, {args.runs} runs (median, range):"
+        f"server, state recorded, --parallelism {args.parallelism}, {args.runs} runs (median, "
+        "range):"
     )
     print(f"  wall    {shown([r.wall for r in runs], 's')}")
     print(f"  CPU     {shown([r.cpu for r in runs], 's')}")
     print(f"  max RSS {shown([r.max_rss_mib for r in runs], 'MiB', 0)}")
-    print(f"the same reads by a bare httpx client (parallelism {DEFAULT_PARALLELISM}):")
+    print(f"the same reads by a bare httpx client (parallelism {args.parallelism}):")
     print(f"  wall    {shown([r.wall for r in floors], 's')}")
     print(f"  CPU     {shown([r.cpu for r in floors], 's')}")
     print(f"  load average at the end: {os.getloadavg()[0]:.1f}")

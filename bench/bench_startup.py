@@ -3,6 +3,11 @@ and `botctl plan --no-reads FILE` take, start to end, and what they import.
 
     uv run python bench/bench_startup.py            # 15 runs each, median and spread
     uv run python bench/bench_startup.py --runs 40
+    uv run python bench/bench_startup.py --against /tmp/before/src   # and another tree's
+
+With ``--against SRC`` (a botctl source tree, such as ``git archive main src`` unpacked), each
+command is run alternately with this tree and that one, so that a machine whose load moves
+affects both alike.
 
 Byte-compiles botctl and its dependencies first and runs with bytecode allowed (some
 environments set PYTHONDONTWRITEBYTECODE, which would recompile every module on every start:
@@ -36,13 +41,22 @@ def environment() -> dict[str, str]:
     return env
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    times = []
+def timed(argv: list[str], runs: int, trees: list[str | None]) -> list[list[float]]:
+    """Each run of ``argv`` with each tree in turn (None: this one), times by tree."""
+    times: list[list[float]] = [[] for _ in trees]
     for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, env=environment(), capture_output=True, check=True)
-        times.append(time.perf_counter() - started)
+        for i, tree in enumerate(trees):
+            env = environment()
+            if tree is not None:
+                env["PYTHONPATH"] = tree
+            started = time.perf_counter()
+            subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, check=True)
+            times[i].append(time.perf_counter() - started)
     return times
+
+
+def spread(times: list[float]) -> str:
+    return f"median {statistics.median(times):.3f} s ({min(times):.3f}-{max(times):.3f} s)"
 
 
 def slowest_imports(argv: list[str], count: int) -> tuple[list[tuple[int, str]], set[str]]:
@@ -68,8 +82,11 @@ def slowest_imports(argv: list[str], count: int) -> tuple[list[tuple[int, str]],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--against", metavar="SRC", help="another botctl source tree to time")
     args = parser.parse_args()
+    trees: list[str | None] = [None] if args.against is None else [None, args.against]
     paths = [ROOT / "src", Path(sysconfig.get_paths()["purelib"])]
+    paths += [Path(args.against)] if args.against else []
     for path in paths:
         compileall.compile_dir(path, quiet=1, workers=0)
     botctl = [sys.executable, "-m", "botctl"]
@@ -82,12 +99,13 @@ def main() -> None:
             "botctl validate examples": ["validate", str(EXAMPLES)],
             "botctl plan --no-reads examples": plan,
         }
+        print(f"{args.runs} runs each; load average {os.getloadavg()[0]:.1f} at the start")
         for label, argv in commands.items():
-            times = timed([*botctl, *argv], args.runs)
-            print(
-                f"{label}: median {statistics.median(times):.3f} s "
-                f"({min(times):.3f}-{max(times):.3f} s over {args.runs} runs)"
-            )
+            times = timed([*botctl, *argv], args.runs, trees)
+            line = f"{label}: {spread(times[0])}"
+            if args.against:
+                line += f"; {args.against}: {spread(times[1])}"
+            print(line)
         for label in ("botctl validate examples", "botctl plan --no-reads examples"):
             rows, loaded = slowest_imports(["-m", "botctl", *commands[label]], 8)
             print(f"\nslowest top-level imports of {label} (python -X importtime, cumulative):")
