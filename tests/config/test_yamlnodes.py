@@ -166,7 +166,7 @@ def test_alias_errors_read_as_before(text: str, message: str) -> None:
     assert problem.endswith(f"invalid YAML: {message}")
 
 
-# --- the same nodes as PyYAML's composer --------------------------------------------------------
+# --- the same nodes as PyYAML's composer, and the direct path the same values as the walker --
 
 
 def same_nodes(ours: Any, theirs: Any, seen: dict[int, int]) -> bool:
@@ -200,48 +200,6 @@ def assert_composed_alike(text: str) -> None:
         assert same_nodes(a, b, {}), text
 
 
-YAML_FILES = sorted(
-    path
-    for pattern in (
-        "examples/**/*.yaml",
-        "tests/fixtures/config/*.yaml",
-        "tests/conformance/**/*.yaml",
-    )
-    for path in ROOT.glob(pattern)
-)
-
-
-@pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_checked_in_yaml_file_composes_as_pyyaml_does(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    try:
-        list(yaml.compose_all(text, Loader=PYYAML_LOADER))
-    except yaml.YAMLError:
-        with pytest.raises(yaml.YAMLError):
-            list(_compose_all(text))
-        return
-    assert_composed_alike(text)
-
-
-JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=150, deadline=None)
-@given(value=JSONISH, flow=st.booleans(), shared=st.booleans())
-def test_generated_yaml_composes_as_pyyaml_does(value: Any, flow: bool, shared: bool) -> None:
-    # ``shared``: the value twice under one anchor, so the dump writes an alias to it.
-    document = {"first": value, "again": value} if shared else value
-    text = yaml.safe_dump(document, default_flow_style=flow, explicit_start=True)
-    assert_composed_alike(text + text)
-
-
-# --- the direct path: values straight from the events, as the nodes and the walker give --------
-
-
 def walked(text: str, problems: list[Problem]) -> list[tuple[Any, tuple[int, int]]]:
     """Every document's value and start, as composing and walking give them."""
     walker = _Walker("f.yaml", problems)
@@ -269,17 +227,49 @@ def assert_built_alike(text: str) -> None:
     assert direct == expected, text
 
 
+YAML_FILES = sorted(
+    path
+    for pattern in (
+        "examples/**/*.yaml",
+        "tests/fixtures/config/*.yaml",
+        "tests/conformance/**/*.yaml",
+    )
+    for path in ROOT.glob(pattern)
+)
+
+
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_checked_in_yaml_file_is_built_directly_as_walked(path: Path) -> None:
-    assert_built_alike(path.read_text(encoding="utf-8"))
+def test_every_checked_in_yaml_file_composes_as_pyyaml_does(path: Path) -> None:
+    """And the direct path builds what the walker does from those nodes."""
+    text = path.read_text(encoding="utf-8")
+    assert_built_alike(text)
+    try:
+        list(yaml.compose_all(text, Loader=PYYAML_LOADER))
+    except yaml.YAMLError:
+        with pytest.raises(yaml.YAMLError):
+            list(_compose_all(text))
+        return
+    assert_composed_alike(text)
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=150, deadline=None)
 @given(value=JSONISH, flow=st.booleans(), shared=st.booleans())
-def test_generated_yaml_is_built_directly_as_walked(value: Any, flow: bool, shared: bool) -> None:
+def test_generated_yaml_composes_as_pyyaml_does(value: Any, flow: bool, shared: bool) -> None:
+    # ``shared``: the value twice under one anchor, so the dump writes an alias to it.
     document = {"first": value, "again": value} if shared else value
     text = yaml.safe_dump(document, default_flow_style=flow, explicit_start=True)
+    assert_composed_alike(text + text)
     assert_built_alike(text + text)
+
+
+# --- the direct path: values straight from the events, as the nodes and the walker give --------
 
 
 @pytest.mark.parametrize(
