@@ -475,8 +475,9 @@ _CONSTRUCTED: dict[tuple[str, str], Any] = {}
 
 def _constructed(constructor: Any, tag: str, value: str, event: Any) -> Any:
     key = (tag, value)
-    if key in _CONSTRUCTED:
-        return _CONSTRUCTED[key]
+    found = _CONSTRUCTED.get(key, _NO_KEY)  # one lookup: another thread may clear it meanwhile
+    if found is not _NO_KEY:
+        return found
     node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
     try:
         made = constructor.construct_object(node, deep=True)

@@ -1,8 +1,9 @@
 """The custom contact attribute resource (contract 2.8, 4.3, 4.4): everything botctl knows
 about it, in one place.
 
-- **Model**: ``CustomAttribute``, the same type declared, observed and recorded. Declared, a
-  ``label`` or ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
+- **Model**: ``CustomAttribute`` (in ``attribute_model``), the same type declared, observed
+  and recorded (one instance per distinct value: ``interned``). Declared, a ``label`` or
+  ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
 - **Live parsing** (``read_live``): attribute records -> models by name, and the records
   outside the contract's rules set aside (unmanageable, never fatal).
 - **Diff rules** (``plan_attributes``): missing -> create; label/description differ -> update;
@@ -16,6 +17,9 @@ about it, in one place.
   so no attribute is ever created twice.
 - **State** (``fold``): the record keeps identity plus the declared fields.
 - **Rendering** (``detail_lines``): the fields a change moves.
+- **The configuration** (``SPEC_FIELDS``, ``Safety``, ``declared_json``, ``export_notes``): its
+  keys of a Chatbot document (``customAttributes``, ``prune``, ``ignoreAttributes``,
+  ``safety``), as declared, shown and exported.
 - **The kind** (``AttributesKind``, ``KIND``): all of the above behind ``resources.kind``'s
   interface, as the registry hands it to every step of a run.
 """

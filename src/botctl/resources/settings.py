@@ -10,6 +10,10 @@
   nested object is sent whole, as declared (whether the service merges it is unknown).
 - **State** (``fold``): top-level fields replace what was recorded.
 - **Rendering**: which changes may cut users off.
+- **Rollback** (``Previous``, ``restore_field``): the settings before an apply, put back whole
+  top-level field by field, or named not restorable.
+- **Export** (``split_observed``, ``export_notes``): what a document made from the service
+  declares, and what its comments say of the rest.
 - **The kind** (``SettingsKind``, ``KIND``): all of the above behind ``resources.kind``'s
   interface, as the registry hands it to every step of a run.
 
