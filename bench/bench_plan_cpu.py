@@ -22,7 +22,7 @@ from pathlib import Path
 from botctl.models import Desired, Live, LiveBot, State
 from botctl.pipeline.workspace import Workspace, collector_paused, load
 from botctl.reconcile.diff import compute_plan
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,13 +1,20 @@
-"""Benchmark (not a test): how long `botctl --help` and `botctl validate FILE` take to start,
-and what they import.
+"""Benchmark (not a test): how long `botctl --help`, `botctl plan --help`, `botctl validate FILE`
+and `botctl plan --no-reads FILE` take, start to end, and what they import.
 
     uv run python bench/bench_startup.py            # 15 runs each, median and spread
     uv run python bench/bench_startup.py --runs 40
+    uv run python bench/bench_startup.py --against /tmp/before/src   # and another tree's
+
+With ``--against SRC`` (a botctl source tree, such as ``git archive main src`` unpacked), each
+command is run alternately with this tree and that one, so that a machine whose load moves
+affects both alike.
 
 Byte-compiles botctl and its dependencies first and runs with bytecode allowed (some
 environments set PYTHONDONTWRITEBYTECODE, which would recompile every module on every start:
 not what an installed tool does). Then prints, from `python -X importtime`, the slowest
-imports of `validate`, and whether the HTTP stack or deepdiff were loaded (they must not be).
+imports of `validate` and of the plan, and whether what they must not load was loaded
+(``tests/test_architecture.py`` pins the same lists). The plan sends nothing (`--no-reads`)
+and keeps its state in a temporary directory.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,16 +37,26 @@ EXAMPLES = ROOT / "examples"  # the example fleet: 3 chatbots, a set, a Defaults
 def environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NO_COLOR"] = "1"
+    env.update({"BOTCTL_API_KEY": "k", "SUPPORT_BOT_KEY": "k", "SALES_BOT_KEY": "k"})
     return env
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    times = []
+def timed(argv: list[str], runs: int, trees: list[str | None]) -> list[list[float]]:
+    """Each run of ``argv`` with each tree in turn (None: this one), times by tree."""
+    times: list[list[float]] = [[] for _ in trees]
     for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, env=environment(), capture_output=True, check=True)
-        times.append(time.perf_counter() - started)
+        for i, tree in enumerate(trees):
+            env = environment()
+            if tree is not None:
+                env["PYTHONPATH"] = tree
+            started = time.perf_counter()
+            subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, check=True)
+            times[i].append(time.perf_counter() - started)
     return times
+
+
+def spread(times: list[float]) -> str:
+    return f"median {statistics.median(times):.3f} s ({min(times):.3f}-{max(times):.3f} s)"
 
 
 def slowest_imports(argv: list[str], count: int) -> tuple[list[tuple[int, str]], set[str]]:
@@ -64,26 +82,40 @@ def slowest_imports(argv: list[str], count: int) -> tuple[list[tuple[int, str]],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--against", metavar="SRC", help="another botctl source tree to time")
     args = parser.parse_args()
+    trees: list[str | None] = [None] if args.against is None else [None, args.against]
     paths = [ROOT / "src", Path(sysconfig.get_paths()["purelib"])]
+    paths += [Path(args.against)] if args.against else []
     for path in paths:
         compileall.compile_dir(path, quiet=1, workers=0)
     botctl = [sys.executable, "-m", "botctl"]
-    for label, argv in (
-        ("botctl --help", [*botctl, "--help"]),
-        ("botctl validate examples", [*botctl, "validate", str(EXAMPLES)]),
-    ):
-        times = timed(argv, args.runs)
-        print(
-            f"{label}: median {statistics.median(times):.3f} s "
-            f"({min(times):.3f}-{max(times):.3f} s over {args.runs} runs)"
-        )
-    rows, loaded = slowest_imports(["-m", "botctl", "validate", str(EXAMPLES)], 8)
-    print("\nslowest top-level imports of validate (python -X importtime, cumulative):")
-    for microseconds, name in rows:
-        print(f"  {microseconds / 1000:6.1f} ms  {name.strip()}")
-    heavy = sorted(loaded & {"httpx", "httpcore", "deepdiff", "anyio"})
-    print(f"\nHTTP stack or deepdiff loaded by validate: {', '.join(heavy) or 'none'}")
+    with tempfile.TemporaryDirectory(prefix="botctl-bench-startup-") as tmp:
+        plan = ["plan", "--no-reads", str(EXAMPLES), "--state", f"{tmp}/state.json"]
+        plan += ["--api-url", "http://127.0.0.1:9/api/v1"]
+        commands = {
+            "botctl --help": ["--help"],
+            "botctl plan --help": ["plan", "--help"],
+            "botctl validate examples": ["validate", str(EXAMPLES)],
+            "botctl plan --no-reads examples": plan,
+        }
+        print(f"{args.runs} runs each; load average {os.getloadavg()[0]:.1f} at the start")
+        for label, argv in commands.items():
+            times = timed([*botctl, *argv], args.runs, trees)
+            line = f"{label}: {spread(times[0])}"
+            if args.against:
+                line += f"; {args.against}: {spread(times[1])}"
+            print(line)
+        for label in ("botctl validate examples", "botctl plan --no-reads examples"):
+            rows, loaded = slowest_imports(["-m", "botctl", *commands[label]], 8)
+            print(f"\nslowest top-level imports of {label} (python -X importtime, cumulative):")
+            for microseconds, name in rows:
+                print(f"  {microseconds / 1000:6.1f} ms  {name.strip()}")
+            unwanted = {"deepdiff", "pygments", "rich", "uvicorn"}
+            if "validate" in label:
+                unwanted |= {"httpx", "httpcore", "anyio", "asyncio"}
+            found = sorted(loaded & unwanted)
+            print(f"loaded of {', '.join(sorted(unwanted))}: {', '.join(found) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ from typing import Any
 
 from botctl.models import BotRecord, BotSpec, Desired, Live, LiveBot, State
 from botctl.plan import BotRef, Operation, OperationKind
-from botctl.resources.attributes import CustomAttribute, read_live
+from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.attributes import read_live
 from botctl.resources.settings import ChatbotSettings
 
 REF = BotRef("support", "bot-1", "BOTCTL_API_KEY")

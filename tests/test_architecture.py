@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,29 +112,147 @@ def test_only_the_detail_view_imports_deepdiff() -> None:
     assert users == ["reconcile/detail.py"]
 
 
-@pytest.mark.parametrize(
-    ("argv", "absent"),
-    [
-        (["--help"], ("httpx", "deepdiff", "pydantic", "yaml")),
-        (["validate", "examples"], ("httpx", "deepdiff")),
-    ],
+# Modules a command must not load: the HTTP stack where nothing is sent, another command's
+# machinery (the agent's loop and listener, apply's executor and lock), httpx's own
+# command-line client (pygments, rich), and what only a saved plan, an export or a rollback use.
+NOT_FOR_A_PLAN = (
+    "botctl.cli.agent",
+    "botctl.agent",
+    "botctl.cli.apply",
+    "pygments",
+    "rich",
+    "uvicorn",
+    "botctl.store.lock",
+    "botctl.store.planfile",
+    "botctl.reconcile.rollback",
+    "botctl.config.export",
+    "botctl.config.revision",
+    "botctl.config.gitref",
 )
-def test_light_commands_import_no_heavy_library(argv: list[str], absent: tuple[str, ...]) -> None:
-    """What `botctl --help` and `botctl validate` load (their start-up time is benchmarked in
-    bench/bench_startup.py; this pins what makes it)."""
+# (argv, modules it must not load, modules that show it ran as far as it should)
+LIGHT_COMMANDS = [
+    (["--help"], ("httpx", "deepdiff", "pydantic", "yaml"), ("botctl.cli.plan",)),
+    (
+        ["plan", "--help"],
+        ("asyncio", "httpx", "pydantic", "yaml", *NOT_FOR_A_PLAN),
+        ("botctl.cli.plan",),
+    ),
+    (
+        ["validate", "examples"],
+        ("httpx", "deepdiff", "asyncio", *NOT_FOR_A_PLAN),
+        ("botctl.config.resolve",),
+    ),
+    (["plan", "--no-reads", "examples"], NOT_FOR_A_PLAN, ("httpx", "botctl.render.text")),
+]
+
+
+def loaded_modules(argv: list[str], cwd: Path) -> set[str]:
+    """The modules a botctl command loads, run in a process of its own."""
     probe = (
-        "import sys\n"
+        "import json, sys\n"
         "from botctl.cli import cli\n"
         f"try:\n    cli.main({argv!r}, standalone_mode=False)\n"
         "except SystemExit:\n    pass\n"
-        "print('\\n' + __import__('json').dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        "print('\\n' + json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
-        cwd=SRC.parents[1],
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "NO_COLOR": "1", **{f"{k}_BOT_KEY": "k" for k in ("SUPPORT", "SALES")}},
     )
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
-    assert loaded.isdisjoint(absent), sorted(loaded & set(absent))
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(("argv", "absent", "present"), LIGHT_COMMANDS)
+def test_a_command_loads_only_what_it_uses(
+    argv: list[str], absent: tuple[str, ...], present: tuple[str, ...], tmp_path: Path
+) -> None:
+    """What each command loads (their start-up time is benchmarked in bench/bench_startup.py;
+    this pins what makes it): a module or any of its submodules counts."""
+    if argv[0] == "plan" and "--help" not in argv:
+        argv = [
+            *argv,
+            "--state",
+            str(tmp_path / "state.json"),
+            "--api-url",
+            "http://127.0.0.1:9/api/v1",
+        ]
+    loaded = loaded_modules(argv, SRC.parents[1])
+    assert set(present) <= loaded
+    found = sorted(m for m in loaded if any(m == a or m.startswith(f"{a}.") for a in absent))
+    assert found == []
+
+
+def test_the_probe_sees_what_a_command_loads() -> None:
+    loaded = loaded_modules(["agent", "--help"], SRC.parents[1])
+    assert "botctl.cli.agent" in loaded
+    assert "asyncio" in loaded
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The botctl modules ``path`` imports (inside functions too): ``from a import b`` names
+    ``a.b`` when that is a module, else ``a``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found & known
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = stack[stack.index(node) :]
+                del stack[stack.index(node) :]
+                if len(group) > 1:
+                    cycles.append(sorted(group))
+    return cycles
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """Within a package as across: modules that import each other (resources.attributes and
+    resources.renames did) share what they need through a third module instead."""
+    paths = {module_name(path): path for path in SRC.rglob("*.py")}
+    graph = {name: imported_modules(path, set(paths)) - {name} for name, path in paths.items()}
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]

@@ -9,13 +9,15 @@ Identity keys: a chatbot by its ``chatbotId``, an attribute by ``name`` within i
 
 Each view holds one part per resource kind, keyed by the kind's key (``part``): a field of
 that name where the view has one (``settings``, ``attributes``, ...), else an entry of its
-``parts`` mapping, where a new kind keeps its parts without a field of its own. The kinds take
-their slices out (``resources.kind``); nothing here knows which kinds exist.
+``parts`` mapping, where a new kind keeps its parts without a field of its own. A view is made
+from parts the same way whatever the kind (``BotSpec.of``, ``LiveBot.of``, ``set_part``), and
+the kinds take their slices out (``resources.kind``): the first kinds' typed fields are storage
+the state format and their own modules read, not a path any generic code takes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -24,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
-from botctl.resources.attributes import CustomAttribute, OffContract
+from botctl.resources.attribute_model import CustomAttribute, interned
+from botctl.resources.attributes import OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
 from botctl.resources.preview import PreviewLease
 from botctl.resources.registry import kind_of, kinds
@@ -60,8 +63,14 @@ class BotSpec(BaseModel):
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def of(cls, parts: Mapping[str, Any], **common: Any) -> BotSpec:
+        """A chatbot as resolved: its ``common`` fields (name, id, ...), and each kind's parts
+        (``ResourceKind.from_spec``) in their field, or in ``parts`` when they have none."""
+        return cls(**common, **_split(cls.model_fields, parts))
+
     def part(self, key: str) -> Any:
-        return _part(self, type(self).model_fields, key)
+        return _part(self, _SPEC_FIELDS, key)
 
     @property
     def ref(self) -> BotRef:
@@ -125,12 +134,15 @@ class LiveBot(BaseModel):
     @classmethod
     def of(cls, chatbot_id: str, parts: Mapping[str, Any]) -> LiveBot:
         """A chatbot as read: each part in its field, or in ``parts`` when it has none."""
-        own = {key: value for key, value in parts.items() if key in cls.model_fields}
-        others = {key: value for key, value in parts.items() if key not in cls.model_fields}
-        return cls(chatbot_id=chatbot_id, **own, parts=others)
+        return cls(chatbot_id=chatbot_id, **_split(cls.model_fields, parts))
 
     def part(self, key: str) -> Any:
-        return _part(self, type(self).model_fields, key)
+        return _part(self, _LIVE_FIELDS, key)
+
+
+# The fields of the containers, once (a plan asks each kind's parts of every chatbot).
+_SPEC_FIELDS = frozenset(BotSpec.model_fields)
+_LIVE_FIELDS = frozenset(LiveBot.model_fields)
 
 
 class Live(BaseModel):
@@ -142,7 +154,15 @@ class Live(BaseModel):
     listed: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
-def _part(container: Any, own: Mapping[str, Any], key: str) -> Any:
+def _split(own: Collection[str], parts: Mapping[str, Any]) -> dict[str, Any]:
+    """A container's keyword arguments for ``parts``: each in its field (in ``own``) where it
+    has one, the others in its ``parts`` mapping."""
+    fields = {key: value for key, value in parts.items() if key in own and key != "parts"}
+    others = {key: value for key, value in parts.items() if key not in fields}
+    return {**fields, "parts": others}
+
+
+def _part(container: Any, own: Collection[str], key: str) -> Any:
     """A part of ``container``: its field ``key`` (in ``own``), else its ``parts`` entry (None
     when it has none)."""
     if key in own and key != "parts":
@@ -179,6 +199,10 @@ class BotRecord:
     migrations: dict[str, JsonValue] = field(default_factory=dict)
     # The parts of resource kinds that have no field of their own, by key.
     parts: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # As read from the state: the same attributes as declared and read, held once.
+        self.attributes = {name: interned(a) for name, a in self.attributes.items()}
 
     def part(self, key: str) -> Any:
         return _part(self, _RECORD_FIELDS, key)
@@ -245,7 +269,7 @@ class State:
     @property
     def has_sealed(self) -> bool:
         """Whether any record holds a value known only by its fingerprint."""
-        return any(r.sealed_settings or r.sealed_attributes for r in self.bots.values())
+        return any(kind.has_sealed(r) for r in self.bots.values() for kind in kinds())
 
     def known_fingerprint_key(self) -> FingerprintKey | None:
         """The key of this state's fingerprints when it can be known: None before the state

@@ -20,7 +20,7 @@ from botctl.config.loader import load_desired, load_fleet
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import ConfigError, Problem
 from botctl.models import BotSpec, Desired
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import (
     ChatbotSettings,
     CollectCustomerInformation,

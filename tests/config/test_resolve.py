@@ -14,7 +14,7 @@ from botctl.config.loader import load_fleet
 from botctl.config.resolve import Fleet
 from botctl.errors import ConfigError, Problem
 from botctl.models import BotSpec
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 
 
 def chatbot(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
@@ -200,7 +200,8 @@ def test_ignore_attributes_accumulate_each_once(
     [resolved] = fleet(tmp_path, *docs, chatbot("a", **spec)).bots
     assert resolved.spec.ignore_attributes == expected
     # Each pattern is said to come from the first document that gives it.
-    first = [origin[0].name for origin in resolved.ignore_origins]
+    origins = [resolved.origin(("spec", "ignoreAttributes", i)) for i in range(len(expected))]
+    first = [origin[0].name for origin in origins if origin is not None]
     givers = [f"d{i}" for i, patterns in enumerate(layers) for _ in patterns] + ["a"] * len(
         own or []
     )

@@ -21,6 +21,10 @@ from botctl.config.yamlnodes import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     _compose_all,
+    _mark,
+    _NodesNeeded,
+    _values_all,
+    _Walker,
     parse_documents,
 )
 from botctl.errors import ConfigError, Problem
@@ -162,7 +166,7 @@ def test_alias_errors_read_as_before(text: str, message: str) -> None:
     assert problem.endswith(f"invalid YAML: {message}")
 
 
-# --- the same nodes as PyYAML's composer --------------------------------------------------------
+# --- the same nodes as PyYAML's composer, and the direct path the same values as the walker --
 
 
 def same_nodes(ours: Any, theirs: Any, seen: dict[int, int]) -> bool:
@@ -196,6 +200,33 @@ def assert_composed_alike(text: str) -> None:
         assert same_nodes(a, b, {}), text
 
 
+def walked(text: str, problems: list[Problem]) -> list[tuple[Any, tuple[int, int]]]:
+    """Every document's value and start, as composing and walking give them."""
+    walker = _Walker("f.yaml", problems)
+    return [(walker.value(node, 0, ()), _mark(node)) for node in _compose_all(text)]
+
+
+def assert_built_alike(text: str) -> None:
+    """The direct path builds what the walker does, or leaves the document to it: always when
+    the walker reports a problem."""
+    problems: list[Problem] = []
+    try:
+        expected = walked(text, problems)
+    except yaml.YAMLError:
+        with pytest.raises(yaml.YAMLError):
+            list(_values_all(text))
+        return
+    if problems:
+        with pytest.raises(_NodesNeeded):
+            list(_values_all(text))
+        return
+    try:
+        direct = list(_values_all(text))
+    except _NodesNeeded:
+        return  # anchors, aliases, tags: the walker's to build
+    assert direct == expected, text
+
+
 YAML_FILES = sorted(
     path
     for pattern in (
@@ -209,7 +240,9 @@ YAML_FILES = sorted(
 
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_checked_in_yaml_file_composes_as_pyyaml_does(path: Path) -> None:
+    """And the direct path builds what the walker does from those nodes."""
     text = path.read_text(encoding="utf-8")
+    assert_built_alike(text)
     try:
         list(yaml.compose_all(text, Loader=PYYAML_LOADER))
     except yaml.YAMLError:
@@ -233,3 +266,40 @@ def test_generated_yaml_composes_as_pyyaml_does(value: Any, flow: bool, shared: 
     document = {"first": value, "again": value} if shared else value
     text = yaml.safe_dump(document, default_flow_style=flow, explicit_start=True)
     assert_composed_alike(text + text)
+    assert_built_alike(text + text)
+
+
+# --- the direct path: values straight from the events, as the nodes and the walker give --------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x 1\nb: *x\n",  # an anchor and an alias
+        "base: &b {x: 1}\nuse:\n  <<: *b\n",  # a merge key
+        "a: !!str 1\n",  # an explicit tag
+        "1: one\n",  # a key that is not text
+        "a: 1\na: 2\n",  # a duplicate key
+        "when: 2024-02-30\n",  # a scalar that cannot be built
+    ],
+)
+def test_what_the_walker_reports_or_resolves_takes_the_node_path(text: str) -> None:
+    with pytest.raises(_NodesNeeded):
+        list(_values_all(text))
+    documents, problems = parse_documents(text, "f.yaml")
+    expected_problems: list[Problem] = []
+    expected = [
+        _Walker("f.yaml", expected_problems).value(node, 0, ()) for node in _compose_all(text)
+    ]
+    assert [doc.value for doc in documents] == [v for v in expected if v is not None]
+    assert problems == expected_problems
+
+
+def test_plain_documents_take_the_direct_path_with_the_same_places() -> None:
+    text = "---\na: 1\nb: [x, {c: true}]\n---\n- one\n---\n\n---\nplain\n"
+    documents, problems = parse_documents(text, "f.yaml")
+    assert problems == []
+    assert [(d.value, d.start) for d in documents] == [
+        (v, m) for v, m in walked(text, problems) if v is not None
+    ]
+    assert documents[1].mark((0,)) == (5, 3)  # found by reading the document again

@@ -12,7 +12,7 @@ import yaml
 
 from botctl import contract
 from botctl.config.document import json_schema
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from botctl.sandbox.validation import Rules
 from tests.conformance.documents import SCHEMA

@@ -26,7 +26,7 @@ from botctl.models import BotSpec, Live, LiveBot, State
 from botctl.pipeline.scope import scope_between
 from botctl.plan import Plan
 from botctl.reconcile.diff import compute_plan
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 
 ATTRIBUTE_TYPES = {"tier": "text", "seats": "number", "vip": "boolean", "renews": "date"}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from botctl.models import BotRecord, Desired, Live, State
 from botctl.reconcile.diff import compute_plan
 from botctl.reconcile.drift import acknowledge, acknowledgements_for, compute_drift
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from tests.factories import bot, desired, live, live_bot
 

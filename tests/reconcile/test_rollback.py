@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from botctl.plan import BotRef, Plan
 from botctl.reconcile.apply import ApplyReport, OpResult
-from botctl.reconcile.rollback import plan_rollback, previous_settings
+from botctl.reconcile.rollback import plan_rollback, previous_values
 from botctl.sealing import Sealed
 from tests.factories import live, live_bot, operation, state
 
@@ -19,12 +19,12 @@ def applied(*ops: object) -> ApplyReport:
 def test_previous_values_come_from_the_service_first_then_the_state() -> None:
     op = operation(body={"instructions": "New", "temp": 0.5, "styles": {"theme": "dark"}})
     plan = Plan(operations=(op,))
-    before = previous_settings(
+    before = previous_values(
         plan,
         live(live_bot(settings={"instructions": "Old", "styles": {"theme": "light"}})),
         state(settings={"instructions": "Older", "temp": 0.2}),
     )
-    assert before["bot-1"].values == {
+    assert before[("bot-1", "settings")].values == {
         "instructions": "Old",
         "temp": 0.2,
         "styles.theme": "light",
@@ -38,7 +38,7 @@ def test_previous_values_come_from_the_service_first_then_the_state() -> None:
 
 def test_a_nested_object_is_restored_whole_or_not_at_all() -> None:
     op = operation(body={"styles": {"theme": "dark", "buttonColor": "#000"}})
-    before = previous_settings(
+    before = previous_values(
         Plan(operations=(op,)),
         live(live_bot(settings={"styles": {"theme": "light", "alignChatButton": "left"}})),
         state(settings={}),
@@ -50,7 +50,7 @@ def test_a_nested_object_is_restored_whole_or_not_at_all() -> None:
         "styles",
         "its previous value was never read nor recorded by botctl",
     )
-    known = previous_settings(
+    known = previous_values(
         Plan(operations=(op,)),
         live(
             live_bot(
@@ -71,7 +71,7 @@ def test_a_recorded_secret_is_not_restorable() -> None:
     op = operation(body={"instructions": "New"})
     recorded = state(settings={})
     recorded.bots["bot-1"].sealed_settings["instructions"] = Sealed("hmac-sha256:abc")
-    before = previous_settings(Plan(operations=(op,)), live(live_bot(readable=False)), recorded)
+    before = previous_values(Plan(operations=(op,)), live(live_bot(readable=False)), recorded)
     rollback = plan_rollback(applied(op), {"bot-1"}, before)
     assert rollback.operations == ()
     assert rollback.not_restorable[0].why == "held a secret: botctl keeps only its fingerprint"
@@ -84,7 +84,7 @@ def test_only_failed_chatbots_and_never_attributes() -> None:
     )
     other_op = operation(body={"name": "Other new"}, ref=OTHER)
     plan = Plan(operations=(settings_op, attribute_op, other_op))
-    before = previous_settings(
+    before = previous_values(
         plan,
         live(live_bot(settings={"name": "Old"}), live_bot("bot-2", settings={"name": "Other"})),
         state(settings={}),
@@ -98,4 +98,4 @@ def test_only_failed_chatbots_and_never_attributes() -> None:
     )
     rollback = plan_rollback(report, {"bot-1"}, before)
     assert [(op.bot.name, op.body) for op in rollback.operations] == [("support", {"name": "Old"})]
-    assert rollback.attributes_kept == (attribute_op,)
+    assert rollback.kept == (attribute_op,)

@@ -11,7 +11,7 @@ from botctl.models import BotRecord, LiveBot, State
 from botctl.plan import Plan
 from botctl.reconcile.diff import compute_plan
 from botctl.reconcile.drift import compute_drift
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.settings import ChatbotSettings
 from botctl.sealing import FingerprintKey, Secret
 from tests.factories import bot, desired, live, live_bot

@@ -12,7 +12,7 @@ import pytest
 from botctl.errors import ApiError, ServiceError
 from botctl.models import BotSpec, Live
 from botctl.resources import settings
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.service.client import RetryPolicy, ServiceClient
 from botctl.service.live import read_live, refused_read_notes
 

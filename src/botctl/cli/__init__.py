@@ -3,41 +3,80 @@ renders, and returns its exit code. The only package that prints or exits.
 
 Exit codes: 0 success / in sync, 1 error, 2 changes or drift present (``plan
 --detailed-exitcode``, ``drift``), 3 a conversation test failed (``test``, ``apply --test``),
-130 / 143 interrupted by SIGINT / SIGTERM. Each command
-imports what it needs when it runs, so ``botctl --help`` and ``botctl validate`` never load
+130 / 143 interrupted by SIGINT / SIGTERM. A command's module is imported only when that
+command runs (``COMMANDS``), and each imports what it needs when it runs, so ``botctl plan``
+loads nothing of ``agent`` or ``apply``, and ``botctl --help`` and ``botctl validate`` never load
 the HTTP stack.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import click
 
 from botctl import __version__
-from botctl.cli.agent import agent
-from botctl.cli.apply import apply
-from botctl.cli.completion import completion
 from botctl.cli.console import err
-from botctl.cli.conversations import conversations
-from botctl.cli.demo import demo
-from botctl.cli.drift import drift
-from botctl.cli.export import export
-from botctl.cli.init import init
-from botctl.cli.plan import plan
-from botctl.cli.preview import preview
-from botctl.cli.promote import promote
-from botctl.cli.refresh import refresh
-from botctl.cli.render_cmd import render
-from botctl.cli.schema import schema
-from botctl.cli.state import state
-from botctl.cli.tests_cmd import test
-from botctl.cli.unlock import unlock
-from botctl.cli.validate import validate
 from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError, BotctlWarning, Interrupted
-from botctl.sandbox.cli import sandbox
+
+# Every command, and where it is defined (module:attribute), imported when it is asked for.
+COMMANDS = {
+    "init": "botctl.cli.init:init",
+    "validate": "botctl.cli.validate:validate",
+    "plan": "botctl.cli.plan:plan",
+    "apply": "botctl.cli.apply:apply",
+    "drift": "botctl.cli.drift:drift",
+    "agent": "botctl.cli.agent:agent",
+    "refresh": "botctl.cli.refresh:refresh",
+    "test": "botctl.cli.tests_cmd:test",
+    "conversations": "botctl.cli.conversations:conversations",
+    "preview": "botctl.cli.preview:preview",
+    "promote": "botctl.cli.promote:promote",
+    "render": "botctl.cli.render_cmd:render",
+    "export": "botctl.cli.export:export",
+    "schema": "botctl.cli.schema:schema",
+    "demo": "botctl.cli.demo:demo",
+    "completion": "botctl.cli.completion:completion",
+    "state": "botctl.cli.state:state",
+    "unlock": "botctl.cli.unlock:unlock",
+    "sandbox": "botctl.sandbox.cli:sandbox",
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """click's commands by name, each module imported the first time its command is asked
+    for (running it, its help, the group's help, completion): listing names imports none."""
+
+    def __init__(self, where: Mapping[str, str]) -> None:
+        self._where = dict(where)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attribute = self._where[name].split(":")
+            self._loaded[name] = getattr(importlib.import_module(module), attribute)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._where[name] = ""  # defined already
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._where[name]
+        self._loaded.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 class BotctlGroup(click.Group):
@@ -83,7 +122,11 @@ def _say_warnings() -> None:
     warnings.showwarning = show
 
 
-@click.group(cls=BotctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=BotctlGroup,
+    commands=LazyCommands(COMMANDS),
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="botctl")
 def cli() -> None:
     """Chatbot settings and custom contact attributes as code.
@@ -96,30 +139,6 @@ def cli() -> None:
     Exit codes: 0 success / in sync, 1 error, 2 changes or drift present, 3 a conversation
     test failed, 130 / 143 interrupted by SIGINT / SIGTERM.
     """
-
-
-for _command in (
-    init,
-    validate,
-    plan,
-    apply,
-    drift,
-    agent,
-    refresh,
-    test,
-    conversations,
-    preview,
-    promote,
-    render,
-    export,
-    schema,
-    demo,
-    completion,
-    state,
-    unlock,
-    sandbox,
-):
-    cli.add_command(_command)
 
 
 def main() -> None:

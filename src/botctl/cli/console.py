@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import select
@@ -19,6 +18,8 @@ from botctl.annotations import inert
 from botctl.errors import Interrupted
 
 if TYPE_CHECKING:
+    import asyncio
+
     from botctl.reconcile.apply import OpResult, Stop
 
 T = TypeVar("T")
@@ -56,6 +57,8 @@ def run_async(coro: Coroutine[Any, Any, T], *, stop: Stop | None = None, unwritt
     On its way out, ``asyncio.run`` restores the SIGINT handler, and CPython formats the
     replaced handler, which holds the finished main task, with ``repr``: the task's result
     with it, which for a large plan is expensive (see README, Benchmarks)."""
+    import asyncio  # here: `--help` and `validate` never need an event loop
+
     results: list[T] = []
     signals = _Signals(stop)
 

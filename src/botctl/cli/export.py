@@ -101,12 +101,12 @@ def export(o: ExportOptions) -> int:
         max_response_bytes=o.bounds.max_response_bytes,
         retry_base_delay=o.bounds.retry_base_delay,
     )
-    bots = run_async(
+    bots, names = run_async(
         read_for_export(
             list(chatbot_ids), api_key_env, os.environ, options, lambda m: err(f"warning: {m}")
         )
     )
-    exported = export_documents(bots, api_key_env)
+    exported = export_documents(bots, names, api_key_env)
     if out is None:
         click.echo("---\n".join(doc.text for doc in exported), nl=False)
         err("The state was not changed: with --out, export also records each chatbot's baseline.")

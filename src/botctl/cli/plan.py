@@ -87,7 +87,6 @@ def plan(o: PlanOptions) -> int:
     from botctl.reconcile.diff import missing_error
     from botctl.reconcile.safety import enforce_safety
     from botctl.render import render_plan, render_plan_comment
-    from botctl.store.planfile import write_plan_file
 
     fmt, out, comment_out = o.fmt, o.out, o.comment_out
     ws = workspace(
@@ -110,6 +109,8 @@ def plan(o: PlanOptions) -> int:
             write_comment(comment_out, render_plan_comment(result))
         enforce_safety(result, force=ws.force)
         if out is not None:
+            from botctl.store.planfile import write_plan_file
+
             write_plan_file(result, out, cipher=_cipher(result.state_cipher))
             err(f"Plan saved to {out}; apply it with: botctl apply --plan {out}")
     if missing is not None:

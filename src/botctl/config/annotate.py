@@ -16,7 +16,7 @@ import yaml
 from botctl.config.export import BlockStringDumper, literal
 from botctl.config.resolve import Origin, ResolvedBot
 from botctl.config.yamlnodes import Path as NodePath
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.registry import kinds
 from botctl.values import JsonValue, mask_secrets
 
 FORMAT_VERSION = 1
@@ -65,6 +65,24 @@ class _Document:
         self.lines.append((indent + first, _where(self.bot.origin(path))))
         self.lines += [(indent + line, "") for line in rest]
 
+    def entry(self, indent: str, key: str, value: Any, path: NodePath) -> None:
+        """One key of a section: a mapping field by field, a list item by item (a mapping
+        item on one line), each with where it came from; an empty mapping or list left out."""
+        if isinstance(value, dict | list) and not value:
+            return
+        if isinstance(value, dict):
+            self.plain(f"{indent}{key}:")
+            self.mapping(indent + "  ", value, path)
+        elif isinstance(value, list):
+            self.plain(f"{indent}{key}:")
+            for i, item in enumerate(value):
+                flow = isinstance(item, dict)
+                (line,) = _dump(self.mask(item) if flow else [self.mask(item)], flow=flow)
+                shown = f"- {line}" if flow else line
+                self.lines.append((f"{indent}  {shown}", _where(self.bot.origin((*path, i)))))
+        else:
+            self.leaf(indent, key, value, path)
+
     def mapping(self, indent: str, values: Mapping[str, Any], path: NodePath) -> None:
         for key, value in values.items():
             if isinstance(value, dict):
@@ -89,17 +107,6 @@ class _Document:
         return "\n".join(out) + "\n"
 
 
-def _attribute(attribute: CustomAttribute) -> dict[str, JsonValue]:
-    """As a person declares it: ``archived`` only when true; the declared-only fields
-    (``renamedFrom``, ``archiveWithValues``) when given."""
-    shown = {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
-    if attribute.renamedFrom is not None:
-        shown["renamedFrom"] = attribute.renamedFrom
-    if attribute.archiveWithValues:
-        shown["archiveWithValues"] = True
-    return shown
-
-
 def _header(bot: ResolvedBot) -> str:
     parts = [f"# chatbot {bot.spec.name} ({bot.spec.source})"]
     if bot.defaults:
@@ -107,6 +114,11 @@ def _header(bot: ResolvedBot) -> str:
     if bot.sets:
         parts.append(f"attribute sets: {', '.join(bot.sets)}")
     return "; ".join(parts)
+
+
+def _sections(bot: ResolvedBot) -> dict[str, JsonValue]:
+    """Each kind's keys of the resolved ``spec`` (``ResourceKind.section``), in kind order."""
+    return {key: value for kind in kinds() for key, value in kind.section(bot.spec).items()}
 
 
 def annotated_document(bot: ResolvedBot) -> str:
@@ -123,25 +135,8 @@ def annotated_document(bot: ResolvedBot) -> str:
     doc.plain("spec:")
     doc.leaf("  ", "chatbotId", spec.chatbot_id, ("spec", "chatbotId"))
     doc.leaf("  ", "apiKeyEnv", spec.api_key_env, ("spec", "apiKeyEnv"))
-    settings = spec.settings.json_fields
-    if settings:
-        doc.plain("  settings:")
-        doc.mapping("    ", settings, ("spec", "settings"))
-    if spec.attributes:
-        doc.plain("  customAttributes:")
-        for attribute, origin in zip(spec.attributes, bot.attribute_origins, strict=True):
-            (line,) = _dump(doc.mask(_attribute(attribute)), flow=True)
-            doc.lines.append((f"    - {line}", _where(origin)))
-    doc.leaf("  ", "prune", spec.prune, ("spec", "prune"))
-    if spec.ignore_attributes:
-        doc.plain("  ignoreAttributes:")
-        for pattern, origin in zip(spec.ignore_attributes, bot.ignore_origins, strict=True):
-            (line,) = _dump([literal(pattern)])
-            doc.lines.append((f"    {line}", _where(origin)))
-    if spec.max_archive_percent is not None:
-        doc.plain("  safety:")
-        path = ("spec", "safety", "maxArchivePercent")
-        doc.leaf("    ", "maxArchivePercent", spec.max_archive_percent, path)
+    for key, value in _sections(bot).items():
+        doc.entry("  ", key, value, ("spec", key))
     return doc.text()
 
 
@@ -180,51 +175,41 @@ def resolved_json(bots: Sequence[ResolvedBot], warnings: Sequence[str]) -> dict[
     """``botctl render --format json``: each chatbot's resolved document and, by dotted path
     (``spec.settings.styles.theme``, ``spec.customAttributes[0]``), where each value came from
     (null: botctl's default)."""
-    chatbots: list[JsonValue] = []
-    for bot in bots:
-        spec = bot.spec
-        body: dict[str, JsonValue] = {
-            "chatbotId": spec.chatbot_id,
-            "apiKeyEnv": spec.api_key_env,
-            "settings": mask_secrets(spec.settings.json_fields, spec.secret_values),
-            "customAttributes": [
-                mask_secrets(_attribute(a), spec.secret_values) for a in spec.attributes
-            ],
-            "prune": spec.prune,
+    chatbots: list[JsonValue] = [
+        {
+            "name": bot.spec.name,
+            "source": bot.spec.source,
+            "defaults": list(bot.defaults),
+            "attributeSets": list(bot.sets),
+            "document": _resolved_document(bot),
+            "origins": _origins(bot),
         }
-        if spec.ignore_attributes:
-            body["ignoreAttributes"] = list(spec.ignore_attributes)
-        if spec.max_archive_percent is not None:
-            body["safety"] = {"maxArchivePercent": spec.max_archive_percent}
-        metadata: dict[str, JsonValue] = {"name": spec.name}
-        if spec.labels:
-            metadata["labels"] = dict(spec.labels)
-        document: dict[str, JsonValue] = {
-            "apiVersion": "botctl/v1",
-            "kind": "Chatbot",
-            "metadata": metadata,
-            "spec": body,
-        }
-        paths: list[NodePath] = [("metadata", "name")]
-        paths += [("metadata", "labels", k) for k in spec.labels]
-        paths += [("spec", "chatbotId"), ("spec", "apiKeyEnv")]
-        paths += _leaf_paths(spec.settings.json_fields, ("spec", "settings"))
-        paths += [("spec", "prune")]
-        if spec.max_archive_percent is not None:
-            paths.append(("spec", "safety", "maxArchivePercent"))
-        origins = {_dotted(p): _origin_json(bot.origin(p)) for p in paths}
-        for i, origin in enumerate(bot.attribute_origins):
-            origins[_dotted(("spec", "customAttributes", i))] = _origin_json(origin)
-        for i, origin in enumerate(bot.ignore_origins):
-            origins[_dotted(("spec", "ignoreAttributes", i))] = _origin_json(origin)
-        chatbots.append(
-            {
-                "name": spec.name,
-                "source": spec.source,
-                "defaults": list(bot.defaults),
-                "attributeSets": list(bot.sets),
-                "document": document,
-                "origins": dict(sorted(origins.items())),
-            }
-        )
+        for bot in bots
+    ]
     return {"format_version": FORMAT_VERSION, "chatbots": chatbots, "warnings": list(warnings)}
+
+
+def _resolved_document(bot: ResolvedBot) -> dict[str, JsonValue]:
+    spec = bot.spec
+    body: dict[str, JsonValue] = {"chatbotId": spec.chatbot_id, "apiKeyEnv": spec.api_key_env}
+    body.update(mask_secrets(_sections(bot), spec.secret_values))
+    metadata: dict[str, JsonValue] = {"name": spec.name}
+    if spec.labels:
+        metadata["labels"] = dict(spec.labels)
+    return {"apiVersion": "botctl/v1", "kind": "Chatbot", "metadata": metadata, "spec": body}
+
+
+def _origins(bot: ResolvedBot) -> dict[str, JsonValue]:
+    """Where each value came from: every leaf of a mapping, every item of a list."""
+    spec = bot.spec
+    paths: list[NodePath] = [("metadata", "name")]
+    paths += [("metadata", "labels", k) for k in spec.labels]
+    paths += [("spec", "chatbotId"), ("spec", "apiKeyEnv")]
+    for key, value in _sections(bot).items():
+        if isinstance(value, dict):
+            paths += _leaf_paths(value, ("spec", key))
+        elif isinstance(value, list):
+            paths += [("spec", key, i) for i in range(len(value))]
+        else:
+            paths.append(("spec", key))
+    return dict(sorted((_dotted(p), _origin_json(bot.origin(p))) for p in paths))

@@ -1,9 +1,11 @@
 """The document formats as pydantic models: the single source of both validation and the
 published JSON Schema.
 
-Three kinds of document (README "Configuration format"):
+Four kinds of document (README "Configuration format"):
 
-- ``Chatbot``: one chatbot, as desired;
+- ``Chatbot``: one chatbot, as desired; its ``spec`` is made of each resource kind's keys
+  (``ResourceKind.spec_fields``), so its model (and a ``Defaults`` document's) is built for the
+  kinds registered (``chatbot_document``), and the JSON Schema with it;
 - ``AttributeSet``: custom attributes shared by the chatbots that include it
   (``spec.attributeSets``);
 - ``Defaults``: values applied to every chatbot its label selector matches; the chatbot's own
@@ -14,15 +16,26 @@ Three kinds of document (README "Configuration format"):
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    create_model,
+    field_validator,
+)
 
 from botctl import contract, language, lint
 from botctl.defaults import DEFAULT_API_KEY_ENV, DEFAULT_MIN_SIMILARITY
-from botctl.resources.attributes import CustomAttribute
-from botctl.resources.settings import ChatbotSettings
+from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.kind import ResourceKind
+from botctl.resources.registry import kinds
 from botctl.values import as_json
 
 # `$(?!\n)`, not `$`: see botctl.contract (a trailing newline is refused by every engine).
@@ -42,7 +55,6 @@ PATTERN_HINTS = {
 KINDS = ("Chatbot", "AttributeSet", "Defaults", "ConversationTest")
 
 Handle = Annotated[str, StringConstraints(pattern=HANDLE_PATTERN, max_length=HANDLE_MAX_LENGTH)]
-IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
 
 
 def chatbot_id_problem(chatbot_id: str) -> str | None:
@@ -74,72 +86,12 @@ class Metadata(_Strict):
     )
 
 
-class Safety(_Strict):
-    maxArchivePercent: Annotated[float, Field(ge=0, le=100)] | None = Field(
-        default=None,
-        description="Most of this chatbot's active attributes one run may archive (default 30).",
-    )
-
-
 class Lint(_Strict):
     disable: tuple[str, ...] = Field(
         default=(),
         description="Warning codes (BC101) or names (attribute-name-style) not to report for "
         "this document.",
     )
-
-
-class Spec(_Strict):
-    chatbotId: Annotated[
-        str,
-        StringConstraints(
-            min_length=1,
-            max_length=contract.CHATBOT_ID_MAX_LENGTH,
-            pattern=contract.CHATBOT_ID_PATTERN,
-        ),
-    ] = Field(
-        description="The chatbot's id on the service: one URL path segment (letters, digits, "
-        "'.', '_', '~', '-'; not '.' or '..')."
-    )
-    apiKeyEnv: Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)] = Field(
-        default=DEFAULT_API_KEY_ENV,
-        description="Environment variable holding the API key of the chatbot's account.",
-    )
-    settings: ChatbotSettings = Field(
-        default_factory=ChatbotSettings,
-        description="Any subset of the writable settings; omitted fields are not managed.",
-    )
-    attributeSets: tuple[Handle, ...] = Field(
-        default=(),
-        description="AttributeSet documents whose customAttributes this chatbot declares too.",
-    )
-    customAttributes: tuple[CustomAttribute, ...] = Field(
-        default=(),
-        description="Custom contact attributes of the chatbot; a name also in an included set "
-        "replaces the set's declaration.",
-    )
-    prune: bool = Field(
-        default=False,
-        description="Archive live attributes that botctl never managed and this document "
-        "does not declare.",
-    )
-    ignoreAttributes: tuple[IgnorePattern, ...] = Field(
-        default=(),
-        description="Glob patterns (fnmatch) of live attributes this document does not declare "
-        "and botctl must leave alone: neither reported as unmanaged nor archived. Those of "
-        "matching Defaults are added.",
-    )
-    safety: Safety | None = None
-    lint: Lint | None = None
-
-
-class Document(_Strict):
-    """One chatbot, as desired."""
-
-    apiVersion: Literal["botctl/v1"]
-    kind: Literal["Chatbot"]
-    metadata: Metadata
-    spec: Spec
 
 
 class AttributeSetSpec(_Strict):
@@ -174,32 +126,107 @@ class Selector(_Strict):
     matchExpressions: tuple[MatchExpression, ...] = ()
 
 
-class DefaultsSpec(_Strict):
-    selector: Selector = Field(description="The chatbots these defaults apply to, by label.")
-    settings: ChatbotSettings | None = Field(
-        default=None,
-        description="Settings for the matching chatbots; nested objects merge field by field "
-        "with the chatbot's own.",
-    )
-    attributeSets: tuple[Handle, ...] = Field(
-        default=(), description="AttributeSets every matching chatbot includes."
-    )
-    prune: bool | None = None
-    ignoreAttributes: tuple[IgnorePattern, ...] = Field(
-        default=(), description="Added to each matching chatbot's own ignoreAttributes."
-    )
-    safety: Safety | None = None
-    lint: Lint | None = None
+# A Chatbot document's ``spec``: these keys, then each kind's (``ResourceKind.spec_fields``),
+# then ``attributeSets`` and ``lint``. The models are made for the kinds registered
+# (``chatbot_document``), so a kind's section is validated, and published in the schema, with
+# no edit here.
+_SPEC_ID = {
+    "chatbotId": (
+        Annotated[
+            str,
+            StringConstraints(
+                min_length=1,
+                max_length=contract.CHATBOT_ID_MAX_LENGTH,
+                pattern=contract.CHATBOT_ID_PATTERN,
+            ),
+        ],
+        Field(
+            description="The chatbot's id on the service: one URL path segment (letters, "
+            "digits, '.', '_', '~', '-'; not '.' or '..')."
+        ),
+    ),
+    "apiKeyEnv": (
+        Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)],
+        Field(
+            default=DEFAULT_API_KEY_ENV,
+            description="Environment variable holding the API key of the chatbot's account.",
+        ),
+    ),
+}
+_SPEC_FLEET = {
+    "attributeSets": (
+        tuple[Handle, ...],
+        Field(
+            default=(),
+            description="AttributeSet documents whose customAttributes this chatbot declares too.",
+        ),
+    ),
+    "lint": (Lint | None, Field(default=None)),
+}
+_DEFAULTS_SELECTOR = {
+    "selector": (Selector, Field(description="The chatbots these defaults apply to, by label.")),
+}
+_DEFAULTS_FLEET = {
+    "attributeSets": (
+        tuple[Handle, ...],
+        Field(default=(), description="AttributeSets every matching chatbot includes."),
+    ),
+    "lint": (Lint | None, Field(default=None)),
+}
 
 
-class DefaultsDocument(_Strict):
-    """Values for every chatbot the selector matches, applied in document order; a chatbot's
-    own values win."""
+@dataclass(frozen=True)
+class ChatbotModels:
+    """The models of the two documents a kind's keys appear in, for one set of kinds."""
 
-    apiVersion: Literal["botctl/v1"]
-    kind: Literal["Defaults"]
-    metadata: Metadata
-    spec: DefaultsSpec
+    document: type[BaseModel]  # a Chatbot document
+    defaults: type[BaseModel]  # a Defaults document
+    laid_under: tuple[str, ...]  # keys a Defaults document lays under the chatbot's own
+    added: tuple[str, ...]  # keys whose Defaults' items come before the chatbot's own
+
+
+def chatbot_document() -> ChatbotModels:
+    """The models for the kinds registered now (``resources.registry``)."""
+    return _chatbot_models(kinds())
+
+
+@functools.lru_cache(maxsize=8)
+def _chatbot_models(registered: tuple[ResourceKind, ...]) -> ChatbotModels:
+    fields = [(key, f) for kind in registered for key, f in kind.spec_fields.items()]
+    own = {key: (f.annotation, f.field) for key, f in fields}
+    spec = _model("Spec", None, {**_SPEC_ID, **own, **_SPEC_FLEET})
+    given = {key: f for key, f in fields if f.defaults is not None}
+    laid = {key: f.defaults for key, f in given.items()}
+    defaults_spec = _model("DefaultsSpec", None, {**_DEFAULTS_SELECTOR, **laid, **_DEFAULTS_FLEET})
+    chatbot: Any = Literal["Chatbot"]
+    defaults: Any = Literal["Defaults"]
+    return ChatbotModels(
+        document=_model("Document", "One chatbot, as desired.", _envelope(chatbot, spec)),
+        defaults=_model(
+            "DefaultsDocument",
+            # As the class's docstring it was, line break included: the published schema.
+            "Values for every chatbot the selector matches, applied in document order; a "
+            "chatbot's\nown values win.",
+            _envelope(defaults, defaults_spec),
+        ),
+        laid_under=tuple(key for key, f in given.items() if f.merge == "under"),
+        added=tuple(key for key, f in given.items() if f.merge == "added"),
+    )
+
+
+def _envelope(kind: Any, spec: type[BaseModel]) -> dict[str, Any]:
+    version: Any = Literal["botctl/v1"]
+    return {
+        "apiVersion": (version, ...),
+        "kind": (kind, ...),
+        "metadata": (Metadata, ...),
+        "spec": (spec, ...),
+    }
+
+
+def _model(name: str, doc: str | None, fields: dict[str, Any]) -> type[BaseModel]:
+    made: type[BaseModel] = create_model(name, __base__=_Strict, __doc__=doc, **fields)
+    return made
 
 
 Phrases = str | tuple[Annotated[str, StringConstraints(min_length=1)], ...]
@@ -377,9 +404,21 @@ class ConversationTestDocument(_Strict):
     spec: ConversationTestSpec
 
 
-# The fields a Defaults document lays under a chatbot's own (the chatbot's win); its
-# attributeSets and ignoreAttributes are added to the chatbot's instead (config.resolve).
-MERGED = ("settings", "prune", "safety")
+def may_hold_secret(path: tuple[str | int, ...]) -> bool:
+    """Where a document may use a ``${secret:...}``: values botctl sends, which it can mask
+    and keep as fingerprints (``botctl.sealing``), never the names that identify things. Each
+    kind says where in its keys of ``spec`` (``ResourceKind.may_hold_secret``)."""
+    return path[:1] == ("spec",) and any(kind.may_hold_secret(path[1:]) for kind in kinds())
+
+
+def secret_places() -> str:
+    """The error for a ``${secret:...}`` anywhere else, naming every place it may stand."""
+    places = " or in ".join(kind.secret_places for kind in kinds() if kind.secret_places)
+    return (
+        f"${{secret:...}} may only be used in {places}: elsewhere the value is a name or an "
+        "id, shown in every plan and kept in the state"
+    )
+
 
 MODEL_DESCRIPTION = (
     "Model identifier (contract 2.2). Editors complete the contract's list; any identifier of "
@@ -392,12 +431,12 @@ def json_schema() -> dict[str, Any]:
     """JSON Schema (2020-12) of one document of any kind: the models' own schema, plus what
     the models cannot express, the contract's model list and the warning codes offered for
     completion. The only generator of schemas/botctl.schema.json (a test compares the two)."""
-    adapter: TypeAdapter[Any] = TypeAdapter(
-        Annotated[
-            Document | AttributeSetDocument | DefaultsDocument | ConversationTestDocument,
-            Field(discriminator="kind"),
-        ]
-    )
+    models = chatbot_document()
+    documents: Any = Annotated[
+        models.document | AttributeSetDocument | models.defaults | ConversationTestDocument,
+        Field(discriminator="kind"),
+    ]
+    adapter: TypeAdapter[Any] = TypeAdapter(documents)
     schema = adapter.json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "botctl document (Chatbot, AttributeSet, Defaults or ConversationTest)"

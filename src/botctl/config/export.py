@@ -11,21 +11,19 @@ nothing the service holds is read back as a variable.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from botctl import contract
 from botctl.config.document import HANDLE_MAX_LENGTH
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import BotctlError
 from botctl.models import LiveBot
-from botctl.resources.settings import ChatbotSettings
+from botctl.resources.registry import kinds
 
 # Where a configuration repository keeps the documents' JSON Schema (``botctl init`` and
 # ``export --out`` write it there), and the first line naming it, relative to the document.
@@ -45,10 +43,9 @@ SCHEMA_LINE = schema_line(f"../{DOCUMENTS_SCHEMA}")  # a document in bots/ of th
 HANDLE_BASE_LENGTH = HANDLE_MAX_LENGTH - 10
 
 
-def handle_for(chatbot_id: str, settings: ChatbotSettings | None, taken: set[str]) -> str:
+def handle_for(chatbot_id: str, name: str | None, taken: set[str]) -> str:
     """A metadata.name from the chatbot's name (or id), unique among ``taken``; always one
     `botctl validate` accepts (a name of 300 characters makes a handle of 90)."""
-    name = settings.name if settings is not None else None
     base = _slug(str(name or chatbot_id)) or _slug(chatbot_id) or "chatbot"
     if not base[0].isalnum():
         base = f"bot-{base}"
@@ -98,79 +95,23 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 BlockStringDumper.add_representer(str, _str)
 
 
-SHOWN_CHARS = 200  # of a refused value in its comment
-UNLISTED_MODEL = (
-    "not in this botctl's model list; to manage it, set it under spec.settings and pass "
-    "--allow-unknown-models"
-)
-
-
-def _shown(value: Any) -> str:
-    """One line of ASCII, whatever the value holds: no newline or line separator can end the
-    comment early and turn the rest of the value into YAML."""
-    text = json.dumps(value, ensure_ascii=True, sort_keys=True)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
-
-
-def split_settings(bot: LiveBot) -> tuple[dict[str, Any], dict[str, tuple[Any, str]]]:
-    """The settings to declare, and those `validate` would refuse (value, why).
-
-    A nested object (styles, collectCustomerInformation) with a refused member is refused
-    whole: it is sent whole, so declaring only its valid members would overwrite the rest on
-    the next change.
-    """
-    observed = dict(bot.settings.json_fields) if bot.settings is not None else {}
-    refused = dict(bot.refused)
-    for name in refused:
-        observed.pop(name, None)
-    model = observed.get("model")
-    if model is not None and model not in contract.SETTINGS_MODELS:
-        refused["model"] = (observed.pop("model"), UNLISTED_MODEL)
-    return observed, refused
-
-
 def export_document(bot: LiveBot, handle: str, api_key_env: str) -> str:
+    """One chatbot's document: each kind's keys (``ResourceKind.export``), and comments naming
+    what the service holds that the document does not declare."""
     spec: dict[str, Any] = {"chatbotId": bot.chatbot_id}
     if api_key_env != DEFAULT_API_KEY_ENV:
         spec["apiKeyEnv"] = api_key_env
-    observed, refused = split_settings(bot)
-    if observed:
-        spec["settings"] = literal(observed)
-    attributes = sorted((bot.attributes or {}).values(), key=lambda a: a.name)
-    if attributes:
-        spec["customAttributes"] = [
-            literal({k: v for k, v in a.to_json().items() if k != "archived" or v})
-            for a in attributes
-        ]
-    spec["prune"] = False
+    lines = [SCHEMA_LINE, f"# Exported from chatbot {bot.chatbot_id}."]
+    for kind in kinds():
+        section = kind.export(bot)
+        spec.update(literal(section.values))
+        lines += [f"# {note}" for note in section.notes]
     document = {
         "apiVersion": "botctl/v1",
         "kind": "Chatbot",
         "metadata": {"name": handle},
         "spec": spec,
     }
-    unread = [n for n in ChatbotSettings.model_fields if n not in observed and n not in refused]
-    lines = [SCHEMA_LINE, f"# Exported from chatbot {bot.chatbot_id}."]
-    if unread:
-        lines.append("# Not readable from the service, so not exported (add them to manage them):")
-        lines.append("#   " + ", ".join(unread))
-    if refused:
-        lines.append(
-            "# Held by the service but refused by `botctl validate`, so not exported (not managed):"
-        )
-        lines += [f"#   {n}: {_shown(value)}  ({why})" for n, (value, why) in refused.items()]
-    if bot.attributes is None:
-        lines.append("# The attribute list could not be read: customAttributes not exported.")
-    if bot.off_contract:
-        lines.append(
-            "# Attributes held outside the contract's rules, so not exported (botctl never "
-            "writes them):"
-        )
-        lines += [
-            f"#   {_shown(record.name) if record.name is not None else '(no name)'}: "
-            f"{_shown(record.reason)[1:-1]}"
-            for record in bot.off_contract
-        ]
     body = yaml.dump(
         document, Dumper=BlockStringDumper, sort_keys=False, allow_unicode=True, width=100
     )
@@ -190,12 +131,15 @@ class Exported:
         return f"{self.handle}.yaml"
 
 
-def export_documents(bots: Sequence[LiveBot], api_key_env: str) -> list[Exported]:
-    """A document per chatbot, each with a handle unique among them."""
+def export_documents(
+    bots: Sequence[LiveBot], names: Mapping[str, str], api_key_env: str
+) -> list[Exported]:
+    """A document per chatbot, each with a handle unique among them, made from its name in
+    the chatbot list (``names``, by id), else its id."""
     taken: set[str] = set()
     exported = []
     for bot in bots:
-        handle = handle_for(bot.chatbot_id, bot.settings, taken)
+        handle = handle_for(bot.chatbot_id, names.get(bot.chatbot_id), taken)
         exported.append(Exported(handle, bot, export_document(bot, handle, api_key_env)))
     return exported
 

@@ -129,22 +129,3 @@ def interpolate_tree(
             for i, v in enumerate(value)
         )
     return value
-
-
-SECRET_PLACES = (
-    "${secret:...} may only be used in spec.settings or in an attribute's label or "
-    "description: elsewhere the value is a name or an id, shown in every plan and kept in the "
-    "state"
-)
-
-
-def may_hold_secret(path: tuple[str | int, ...]) -> bool:
-    """Where a document may use a ``${secret:...}``: values botctl sends, which it can mask
-    and keep as fingerprints (``botctl.sealing``), never the names that identify things."""
-    if path[:2] == ("spec", "settings"):
-        return True
-    return (
-        len(path) == 4
-        and path[:2] == ("spec", "customAttributes")
-        and path[3] in ("label", "description")
-    )

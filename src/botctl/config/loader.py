@@ -17,12 +17,8 @@ from pathlib import Path
 
 from botctl import lint
 from botctl.config.checks import disabled_codes
-from botctl.config.interpolate import (
-    SECRET_PLACES,
-    Interpolator,
-    interpolate_tree,
-    may_hold_secret,
-)
+from botctl.config.document import may_hold_secret, secret_places
+from botctl.config.interpolate import Interpolator, interpolate_tree
 from botctl.config.project import PROJECT_FILE_NAMES, repository_root, within
 from botctl.config.resolve import Fleet, resolve
 from botctl.config.sources import Findings, Source
@@ -241,7 +237,7 @@ def _source(doc: LocatedDocument, environ: Mapping[str, str], found: Findings) -
 
     def secret_at(path: NodePath) -> None:
         if not may_hold_secret(path):
-            found.add_early(doc.problem(path, SECRET_PLACES))
+            found.add_early(doc.problem(path, secret_places()))
         for secret in interpolate.last_secrets:
             if len(secret.value) < MIN_MASKED_LENGTH:
                 short.setdefault(secret.variable, path)

@@ -4,18 +4,23 @@ located messages.
 
 How a chatbot is resolved (README "Configuration format", "Fleets"):
 
-1. **Defaults** whose selector matches the chatbot's labels apply in document order: their
-   ``settings``, ``prune`` and ``safety`` are laid over each other, then the chatbot's own spec is
-   laid over them: the chatbot's own values win. Mappings (``settings``, ``styles``,
-   ``collectCustomerInformation`` and its fields, ``safety``) merge field by field; any other
-   value, lists included, replaces what was there; an explicit ``~`` (not managed) replaces too.
-   The merged document is then validated once, as if it had been written whole, and each
-   problem is reported in the document the offending value came from.
+1. **Defaults** whose selector matches the chatbot's labels apply in document order: the keys
+   the resource kinds let them give (``SpecField.defaults``: ``settings``, ``prune``, ``safety``)
+   are laid over each other, then the chatbot's own spec is laid over them: the chatbot's own
+   values win. Mappings (``settings``, ``styles``, ``collectCustomerInformation`` and its
+   fields, ``safety``) merge field by field; any other value, lists included, replaces what was
+   there; an explicit ``~`` (not managed) replaces too. The merged document is then validated
+   once, as if it had been written whole (``config.document.chatbot_document``: the models of
+   the kinds registered), and each problem is reported in the document the offending value came
+   from. A key a kind marks ``added`` (``ignoreAttributes``) takes the Defaults' items first,
+   then the chatbot's own, each once.
 2. **AttributeSets**: those of the matching Defaults (in order) and then the chatbot's own
    ``attributeSets``, each once. Their attributes come first, then the chatbot's own; a name the
    chatbot declares itself replaces the sets' declarations (warning BC201, once per chatbot);
    the same name declared differently by two included sets is an error naming both places and
    the chatbots that include both.
+3. Each kind takes its keys of the resolved spec into its parts of the ``BotSpec``
+   (``ResourceKind.from_spec``): nothing here names a kind's parts.
 """
 
 from __future__ import annotations
@@ -35,13 +40,7 @@ from botctl.config.checks import (
     check_model,
 )
 from botctl.config.conversation import ConversationTest, resolve_tests
-from botctl.config.document import (
-    KINDS,
-    MERGED,
-    AttributeSetDocument,
-    DefaultsDocument,
-    Document,
-)
+from botctl.config.document import KINDS, AttributeSetDocument, ChatbotModels, chatbot_document
 from botctl.config.messages import did_you_mean, error_messages, show
 from botctl.config.selection import (
     Operator,
@@ -53,12 +52,16 @@ from botctl.config.selection import (
 from botctl.config.sources import Findings, Source
 from botctl.config.yamlnodes import Path as NodePath
 from botctl.models import BotSpec, Desired
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute, interned
+from botctl.resources.registry import kinds
 
 Origin = tuple[Source, NodePath]
 Origins = dict[NodePath, Origin]
 
 _SPEC: NodePath = ("spec",)
+# The key of a Chatbot's spec that AttributeSet documents add to: the attribute kind's
+# declarations (an AttributeSet is the configuration's way to share them).
+SET_KEY = "customAttributes"
 # matchExpressions' operators, as the requirements of -l/--selector spell them.
 _OPERATORS: dict[str, Operator] = {
     "In": "in",
@@ -81,7 +84,8 @@ class DefaultsEntry:
     source: Source
     requirements: tuple[Requirement, ...]
     sets: tuple[tuple[str, NodePath], ...]  # the sets it includes, each with its place
-    ignore_attributes: tuple[str, ...]  # patterns added to each matching chatbot's
+    # The values of the keys it adds to each matching chatbot's (``SpecField.merge``), by key.
+    added: dict[str, tuple[Any, ...]]
     matched: int = 0
 
 
@@ -89,11 +93,10 @@ class DefaultsEntry:
 class ResolvedBot:
     spec: BotSpec
     source: Source  # the Chatbot document
-    # Where merged values came from (by path in the merged document); a path not found here,
-    # nor under a prefix found here, is the chatbot's own.
+    # Where merged values came from (by path in the merged document: a list's items by index
+    # where sets or Defaults added some); a path not found here, nor under a prefix found
+    # here, is the chatbot's own, at the same place.
     origins: Origins
-    attribute_origins: tuple[Origin, ...]  # one per attribute of ``spec.attributes``
-    ignore_origins: tuple[Origin, ...]  # one per pattern of ``spec.ignore_attributes``
     defaults: tuple[str, ...]  # the Defaults applied, in order
     sets: tuple[str, ...]  # the AttributeSets included, in order
 
@@ -236,7 +239,7 @@ def _attribute_sets(
     sets: dict[str, AttributeSet] = {}
     for source in _unique_names(sources, "attribute set", found):
         mark = found.mark()
-        check_attributes(source, source.spec.get("customAttributes"), found)
+        check_attributes(source, source.spec.get(SET_KEY), found)
         document = _validate(source, AttributeSetDocument, source.data, found)
         if document is not None and not found.errors_since(mark):
             sets[source.name] = AttributeSet(source.name, source, document.spec.customAttributes)
@@ -265,12 +268,13 @@ def _defaults(
     sources: Sequence[Source], known_sets: set[str], allow_unknown_models: bool, found: Findings
 ) -> list[DefaultsEntry]:
     """The valid Defaults documents, in document order."""
+    models = chatbot_document()
     entries = []
     for source in _unique_names(sources, "defaults", found):
         mark = found.mark()
         check_model(source, source.spec.get("settings"), allow_unknown_models, found)
         check_match_expressions(source, found)
-        document = _validate(source, DefaultsDocument, source.data, found)
+        document = _validate(source, models.defaults, source.data, found)
         if document is None:
             continue
         refs = _set_references(source, document.spec.attributeSets, known_sets, found)
@@ -284,15 +288,8 @@ def _defaults(
             Requirement(e.key, _OPERATORS[e.operator], frozenset(e.values))
             for e in selector.matchExpressions
         ]
-        entries.append(
-            DefaultsEntry(
-                source.name,
-                source,
-                tuple(requirements),
-                tuple(refs),
-                document.spec.ignoreAttributes,
-            )
-        )
+        added = {key: tuple(getattr(document.spec, key)) for key in models.added}
+        entries.append(DefaultsEntry(source.name, source, tuple(requirements), tuple(refs), added))
     return entries
 
 
@@ -379,10 +376,11 @@ class _Resolver:
         self.allow_unknown_models = allow_unknown_models
         self.found = found
         self.included: set[str] = set()  # set names some chatbot includes
+        self.models = chatbot_document()
         self.conflicts: dict[tuple[int, int, int, int], _Conflict] = {}
 
     def chatbot(self, source: Source) -> ResolvedBot | None:
-        found = self.found
+        found, models = self.found, self.models
         mark = found.mark()
         own = source.spec
         applied = (
@@ -390,23 +388,10 @@ class _Resolver:
             if isinstance(source.data.get("spec"), dict)
             else []
         )
-        origins: Origins = {}
-        data = source.data
-        if applied:
-            spec: dict[str, Any] = {}
-            for entry in applied:
-                entry.matched += 1
-                given = {
-                    key: entry.source.spec[key]
-                    for key in MERGED
-                    if entry.source.spec.get(key) is not None
-                }
-                _overlay(spec, given, _SPEC, entry.source, _SPEC, origins)
-            _overlay(spec, own, _SPEC, source, _SPEC, origins)
-            data = {**source.data, "spec": spec}
+        data, origins = _laid_under(source, applied, models)
         check_model(source, own.get("settings"), self.allow_unknown_models, found)
-        check_attributes(source, own.get("customAttributes"), found)
-        document: Document | None = _validate(source, Document, data, found, origins)
+        check_attributes(source, own.get(SET_KEY), found)
+        document = _validate(source, models.document, data, found, origins)
         if document is None:
             return None
         refs = [(name, entry.source) for entry in applied for name, _ in entry.sets]
@@ -417,51 +402,28 @@ class _Resolver:
         if found.errors_since(mark):
             return None
         included = [self.sets[name] for name in names if name in self.sets]
-        attributes, attribute_origins = self._attributes(source, document, included)
-        ignored = [
-            (pattern, (entry.source, ("spec", "ignoreAttributes", i)))
-            for entry in applied
-            for i, pattern in enumerate(entry.ignore_attributes)
-        ]
-        ignored += [
-            (pattern, (source, ("spec", "ignoreAttributes", i)))
-            for i, pattern in enumerate(document.spec.ignoreAttributes)
-        ]
-        first: dict[str, Origin] = {}  # each pattern once, where it is first given
-        for pattern, origin in ignored:
-            first.setdefault(pattern, origin)
-        spec_model = document.spec
+        values = {key: getattr(document.spec, key) for key in _kind_keys()}
+        values[SET_KEY] = self._attributes(source, values[SET_KEY], included, origins)
+        for key in models.added:
+            values[key] = _added(source, key, values[key], applied, origins)
         sources = (source, *(e.source for e in applied), *(s.source for s in included))
-        secrets = frozenset().union(*(s.secrets for s in sources))
-        secret_texts = frozenset().union(*(s.secret_texts for s in sources))
-        bot = BotSpec(
-            name=document.metadata.name,
-            chatbot_id=spec_model.chatbotId,
-            labels=document.metadata.labels,
-            api_key_env=spec_model.apiKeyEnv,
-            settings=spec_model.settings,
-            attributes=attributes,
-            prune=spec_model.prune,
-            ignore_attributes=tuple(first),
-            max_archive_percent=spec_model.safety.maxArchivePercent if spec_model.safety else None,
-            source=f"{source.doc.file}:{source.doc.start[0]}",
-            secrets=tuple(sorted(secrets, key=lambda s: (s.variable, s.value))),
-            secret_texts=tuple(sorted(secret_texts)),
-        )
         return ResolvedBot(
-            spec=bot,
+            spec=_bot_spec(source, document, values, sources),
             source=source,
             origins=origins,
-            attribute_origins=attribute_origins,
-            ignore_origins=tuple(first.values()),
             defaults=tuple(e.name for e in applied),
             sets=tuple(names),
         )
 
     def _attributes(
-        self, source: Source, document: Document, included: Sequence[AttributeSet]
-    ) -> tuple[tuple[CustomAttribute, ...], tuple[Origin, ...]]:
-        own = document.spec.customAttributes
+        self,
+        source: Source,
+        own: tuple[CustomAttribute, ...],
+        included: Sequence[AttributeSet],
+        origins: Origins,
+    ) -> tuple[CustomAttribute, ...]:
+        """The sets' attributes, then the chatbot's own; each one's place in ``origins`` when
+        sets moved them."""
         own_index = {a.name: i for i, a in enumerate(own)}
         chosen: dict[str, tuple[CustomAttribute, AttributeSet, int]] = {}
         overridden: dict[str, list[AttributeSet]] = {}
@@ -476,7 +438,7 @@ class _Resolver:
                 elif previous[0] != attribute:
                     self._conflict(attribute.name, (previous[1], previous[2]), (aset, j), source)
         for name, sets in overridden.items():
-            path = ("spec", "customAttributes", own_index[name], "name")
+            path = ("spec", SET_KEY, own_index[name], "name")
             where = ", ".join(
                 f"set {s.name} ({s.source.where(_attribute_path(s, name))})" for s in sets
             )
@@ -486,12 +448,14 @@ class _Resolver:
                 path,
                 f"{name}: declared by chatbot, overrides {where}",
             )
-        attributes = tuple(a for a, _, _ in chosen.values()) + own
-        origins = tuple(
-            (s.source, ("spec", "customAttributes", j)) for _, s, j in chosen.values()
-        ) + tuple((source, ("spec", "customAttributes", i)) for i in range(len(own)))
-        self._case_clashes(attributes, origins)
-        return attributes, origins
+        attributes = tuple(a for a, _, _ in chosen.values()) + tuple(map(interned, own))
+        places = tuple((s.source, ("spec", SET_KEY, j)) for _, s, j in chosen.values()) + tuple(
+            (source, ("spec", SET_KEY, i)) for i in range(len(own))
+        )
+        self._case_clashes(attributes, places)
+        if chosen:
+            origins.update({("spec", SET_KEY, i): place for i, place in enumerate(places)})
+        return attributes
 
     def _case_clashes(
         self, attributes: Sequence[CustomAttribute], origins: Sequence[Origin]
@@ -530,7 +494,7 @@ class _Resolver:
                 shown += f" and {len(c.bots) - 3} more"
             self.found.error(
                 second.source,
-                ("spec", "customAttributes", j, "name"),
+                ("spec", SET_KEY, j, "name"),
                 f"attribute {c.name!r} is declared differently here and in set {first.name} "
                 f"({first.source.where(('spec', 'customAttributes', i))}): "
                 f"{_differences(first.attributes[i], second.attributes[j])}; both sets are "
@@ -539,9 +503,81 @@ class _Resolver:
             )
 
 
+def _kind_keys() -> list[str]:
+    return [key for kind in kinds() for key in kind.spec_fields]
+
+
+def _laid_under(
+    source: Source, applied: Sequence[DefaultsEntry], models: ChatbotModels
+) -> tuple[Mapping[str, Any], Origins]:
+    """The document to validate: the chatbot's own spec laid over the keys its Defaults give
+    (in order), and where each merged value came from."""
+    origins: Origins = {}
+    if not applied:
+        return source.data, origins
+    spec: dict[str, Any] = {}
+    for entry in applied:
+        entry.matched += 1
+        given = {
+            key: entry.source.spec[key]
+            for key in models.laid_under
+            if entry.source.spec.get(key) is not None
+        }
+        _overlay(spec, given, _SPEC, entry.source, _SPEC, origins)
+    _overlay(spec, source.spec, _SPEC, source, _SPEC, origins)
+    return {**source.data, "spec": spec}, origins
+
+
+def _added(
+    source: Source,
+    key: str,
+    own: tuple[Any, ...],
+    applied: Sequence[DefaultsEntry],
+    origins: Origins,
+) -> tuple[Any, ...]:
+    """A key whose Defaults' items come first, then the chatbot's own: each item once, where
+    it is first given (its place in ``origins`` when that is not the chatbot's own, at the
+    same index)."""
+    given = [
+        (item, (entry.source, ("spec", key, i)))
+        for entry in applied
+        for i, item in enumerate(entry.added.get(key, ()))
+    ]
+    given += [(item, (source, ("spec", key, i))) for i, item in enumerate(own)]
+    first: dict[Any, Origin] = {}
+    for item, origin in given:
+        first.setdefault(item, origin)
+    if len(given) > len(own) or len(first) < len(own):
+        origins.update({("spec", key, i): origin for i, origin in enumerate(first.values())})
+    return tuple(first)
+
+
+def _bot_spec(
+    source: Source, document: Any, values: Mapping[str, Any], sources: Sequence[Source]
+) -> BotSpec:
+    """The chatbot as the rest of botctl knows it: each kind's parts from its keys."""
+    parts = {
+        name: part
+        for kind in kinds()
+        for name, part in kind.from_spec({key: values[key] for key in kind.spec_fields}).items()
+    }
+    secrets = frozenset().union(*(s.secrets for s in sources))
+    secret_texts = frozenset().union(*(s.secret_texts for s in sources))
+    return BotSpec.of(
+        parts,
+        name=document.metadata.name,
+        chatbot_id=document.spec.chatbotId,
+        labels=document.metadata.labels,
+        api_key_env=document.spec.apiKeyEnv,
+        source=f"{source.doc.file}:{source.doc.start[0]}",
+        secrets=tuple(sorted(secrets, key=lambda s: (s.variable, s.value))),
+        secret_texts=tuple(sorted(secret_texts)),
+    )
+
+
 def _attribute_path(aset: AttributeSet, name: str) -> NodePath:
     index = next(i for i, a in enumerate(aset.attributes) if a.name == name)
-    return ("spec", "customAttributes", index)
+    return ("spec", SET_KEY, index)
 
 
 def _duplicate_chatbots(bots: Sequence[ResolvedBot], found: Findings) -> None:

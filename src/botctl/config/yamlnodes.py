@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 import yaml
@@ -67,13 +68,48 @@ Mark = tuple[int, int]  # 1-based line, column
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-@dataclass
 class LocatedDocument:
-    file: str
-    value: Any
-    start: Mark
-    values: dict[Path, Mark] = field(default_factory=dict)  # where each value starts
-    keys: dict[Path, Mark] = field(default_factory=dict)  # where each mapping key starts
+    """One YAML document's plain value, and where each of its values and keys starts.
+
+    The places are found the first time one is asked for (a problem to locate, ``botctl
+    render``'s origins), by reading the document again: a configuration that loads without a
+    problem never pays for them, in time or memory (a fleet of 5,000 chatbots holds a million).
+    """
+
+    __slots__ = ("_index", "_keys", "_text", "_values", "file", "start", "value")
+
+    def __init__(self, file: str, value: Any, start: Mark, text: str = "", index: int = 0) -> None:
+        self.file = file
+        self.value = value
+        self.start = start
+        self._text = text  # the stream it was read from, and its place there
+        self._index = index
+        self._values: dict[Path, Mark] | None = None
+        self._keys: dict[Path, Mark] | None = None
+
+    @property
+    def values(self) -> dict[Path, Mark]:
+        """Where each value starts, by path."""
+        if self._values is None:
+            self._locate()
+        assert self._values is not None
+        return self._values
+
+    @property
+    def keys(self) -> dict[Path, Mark]:
+        """Where each mapping key starts, by the path of its value."""
+        if self._keys is None:
+            self._locate()
+        assert self._keys is not None
+        return self._keys
+
+    def _locate(self) -> None:
+        places = _Places()
+        for index, node in enumerate(_compose_all(self._text)):
+            if index == self._index:
+                _Walker(self.file, [], places).value(node, 0, ())
+                break
+        self._values, self._keys = places.values, places.keys
 
     def mark(self, path: Path, *, key: bool = False) -> Mark:
         """The closest known position: the key or value itself, else its nearest parent."""
@@ -97,31 +133,55 @@ def _mark(node: yaml.Node) -> Mark:
     return (node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+@dataclass
+class _Places:
+    """Where a document's values and keys start, as the walker records them."""
+
+    values: dict[Path, Mark] = field(default_factory=dict)
+    keys: dict[Path, Mark] = field(default_factory=dict)
+
+    def forget(self, path: Path) -> None:
+        """Drop the positions recorded for ``path`` and everything below it."""
+        for index in (self.values, self.keys):
+            for known in [p for p in index if p[: len(path)] == path]:
+                del index[known]
+
+
 class _Walker:
-    def __init__(self, doc: LocatedDocument, problems: list[Problem]) -> None:
-        self.doc = doc
+    """Nodes -> plain values, each problem located at its node. With ``places``, it also
+    records where every value and key starts, by path (paths are built only then)."""
+
+    def __init__(self, file: str, problems: list[Problem], places: _Places | None = None) -> None:
+        self.file = file
         self.problems = problems
+        self.places = places
         self.constructor = yaml.SafeLoader("")
         self.open: set[int] = set()  # collection nodes being walked: an alias to one recurses
 
-    def value(self, node: yaml.Node, path: Path) -> Any:
-        self.doc.values[path] = _mark(node)
+    def _problem(self, node: yaml.Node, message: str) -> None:
+        line, col = _mark(node)
+        self.problems.append(Problem(self.file, line, col, message))
+
+    def value(self, node: yaml.Node, depth: int, path: Path) -> Any:
+        """``path``: where ``node`` is, when places are recorded (else ``()``)."""
+        if self.places is not None:
+            self.places.values[path] = _mark(node)
         if isinstance(node, yaml.CollectionNode):
-            if len(path) >= MAX_DEPTH:  # nested through aliases: each level was written once
-                line, col = _mark(node)
-                self.problems.append(Problem(self.doc.file, line, col, DEPTH_MESSAGE))
+            if depth >= MAX_DEPTH:  # nested through aliases: each level was written once
+                self._problem(node, DEPTH_MESSAGE)
                 return None
             if id(node) in self.open:
-                line, col = _mark(node)
-                self.problems.append(
-                    Problem(self.doc.file, line, col, "invalid YAML: an alias refers to itself")
-                )
+                self._problem(node, "invalid YAML: an alias refers to itself")
                 return None
             self.open.add(id(node))
             try:
                 if isinstance(node, yaml.MappingNode):
-                    return self.mapping(node, path)
-                return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
+                    return self.mapping(node, depth, path)
+                if self.places is None:
+                    return [self.value(item, depth + 1, ()) for item in node.value]
+                return [
+                    self.value(item, depth + 1, (*path, i)) for i, item in enumerate(node.value)
+                ]
             finally:
                 self.open.discard(id(node))
         if node.tag == _STR_TAG:
@@ -132,50 +192,45 @@ class _Walker:
             # PyYAML raises plain ValueError, KeyError or AttributeError for scalars its resolver
             # or an explicit tag claimed but it cannot build: an impossible date (2024-02-30),
             # "!!int abc", "!!bool maybe", "!!timestamp nope".
-            line, col = _mark(node)
             reason = getattr(exc, "problem", None) or str(exc) or type(exc).__name__
             if isinstance(exc, KeyError | AttributeError):
                 reason = f"not a valid {node.tag.rsplit(':', 1)[-1]}"
             # Never a plain string here (those returned above): quoting makes it one.
-            message = f"invalid value {node.value!r}: {reason} (quote it if it is meant as text)"
-            self.problems.append(Problem(self.doc.file, line, col, message))
+            self._problem(
+                node, f"invalid value {node.value!r}: {reason} (quote it if it is meant as text)"
+            )
             return None
 
-    def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+    def mapping(self, node: yaml.MappingNode, depth: int, path: Path) -> dict[str, Any]:
         result: dict[str, Any] = {}
+        placed: dict[str, yaml.Node] = {}  # the key node of each key in ``result``
         written: set[str] = set()  # keys this mapping writes itself (not merged with "<<")
+        places = self.places
         for key_node, value_node, own in self._pairs(node):
             if key_node.tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
                 key = key_node.value  # nearly every key: a plain string, nothing to construct
             else:
-                key = self.value(key_node, (*path, "<key>"))
+                key = self.value(key_node, depth + 1, (*path, "<key>") if places else ())
             if not isinstance(key, str):
-                line, col = _mark(key_node)
-                self.problems.append(
-                    Problem(self.doc.file, line, col, f"keys must be strings, got {key!r}")
-                )
+                self._problem(key_node, f"keys must be strings, got {key!r}")
                 continue
-            child = (*path, key)
+            child = (*path, key) if places is not None else ()
             if key in result and key not in written:
-                self._forget(child)  # a merged value, overridden: later pairs win
+                if places is not None:
+                    places.forget(child)  # a merged value, overridden: later pairs win
                 del result[key]
             if key in result:
-                line, col = _mark(key_node)
-                first = self.doc.keys[child]
-                self.problems.append(
-                    Problem(
-                        self.doc.file,
-                        line,
-                        col,
-                        f"duplicate key {key!r} (first at line {first[0]})",
-                    )
-                )
+                first = _mark(placed[key])[0]
+                self._problem(key_node, f"duplicate key {key!r} (first at line {first})")
                 continue
             if own:
                 written.add(key)
-            self.doc.keys[child] = _mark(key_node)
-            result[key] = self.value(value_node, child)
-        self.doc.values.pop((*path, "<key>"), None)
+            placed[key] = key_node
+            if places is not None:
+                places.keys[child] = _mark(key_node)
+            result[key] = self.value(value_node, depth + 1, child)
+        if places is not None:
+            places.values.pop((*path, "<key>"), None)
         return result
 
     def _pairs(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node, bool]]:
@@ -193,13 +248,12 @@ class _Walker:
                 value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
             )
             for source in reversed(sources):
-                line, col = _mark(source)
                 if not isinstance(source, yaml.MappingNode):
-                    message = "invalid YAML: '<<' merges a mapping or a list of mappings"
-                    self.problems.append(Problem(self.doc.file, line, col, message))
+                    self._problem(
+                        source, "invalid YAML: '<<' merges a mapping or a list of mappings"
+                    )
                 elif id(source) in self.open:
-                    message = "invalid YAML: an alias refers to itself"
-                    self.problems.append(Problem(self.doc.file, line, col, message))
+                    self._problem(source, "invalid YAML: an alias refers to itself")
                 else:
                     self.open.add(id(source))
                     try:
@@ -208,91 +262,138 @@ class _Walker:
                         self.open.discard(id(source))
         return merged + own
 
-    def _forget(self, path: Path) -> None:
-        """Drop the positions recorded for ``path`` and everything below it."""
-        for index in (self.doc.values, self.doc.keys):
-            for known in [p for p in index if p[: len(path)] == path]:
-                del index[known]
-
 
 class LimitExceeded(yaml.MarkedYAMLError):
     """Input beyond botctl's bounds: valid YAML, refused."""
 
 
+# Scalars this short are interned: a fleet's documents repeat the same keys and many of the
+# same values (a type, a model, a label), held once rather than once per document.
+_SHORT = 64
+_SEQ_TAG = Resolver.DEFAULT_SEQUENCE_TAG
+_MAP_TAG = Resolver.DEFAULT_MAPPING_TAG
+# The implicit tag of a plain scalar depends on its text alone (the safe resolver has no path
+# resolvers): resolved once per distinct short text, rather than by a regular expression each
+# time it appears.
+_TAGS: dict[tuple[str, tuple[bool, bool]], str] = {}
+_TAGS_MAX = 50_000
+
+
+def _scalar_tag(resolve: Any, value: str, implicit: tuple[bool, bool]) -> str:
+    if len(value) > _SHORT:
+        return str(resolve(yaml.ScalarNode, value, implicit))
+    key = (value, implicit)
+    tag = _TAGS.get(key)
+    if tag is None:
+        if len(_TAGS) >= _TAGS_MAX:
+            _TAGS.clear()
+        tag = _TAGS[key] = resolve(yaml.ScalarNode, value, implicit)
+    return tag
+
+
 class _Open:
     """A collection being composed, and what its children weigh so far."""
 
-    __slots__ = ("anchor", "chars", "key", "node", "values")
+    __slots__ = ("anchor", "chars", "items", "key", "node", "sequence", "values")
 
     def __init__(self, node: yaml.CollectionNode, anchor: str | None) -> None:
         self.node = node
+        self.items: list[Any] = node.value
+        self.sequence = isinstance(node, yaml.SequenceNode)
         self.anchor = anchor
         self.key: yaml.Node | None = None  # a mapping's key waiting for its value
         self.values = 1  # what the collection builds: itself and its children
         self.chars = 0
 
 
+_SCALAR = events.ScalarEvent
+_SEQUENCE_START, _MAPPING_START = events.SequenceStartEvent, events.MappingStartEvent
+_SEQUENCE_END, _MAPPING_END = events.SequenceEndEvent, events.MappingEndEvent
+
+
+class _Composer:
+    """One document's anchors, what each anchored value builds (values, characters, once
+    complete: what an alias to it costs; an alias to a collection still open, itself, is the
+    walker's error), what the aliases have built so far, and the collections still open."""
+
+    def __init__(self) -> None:
+        self.anchors: dict[str, yaml.Node] = {}
+        self.weights: dict[str, tuple[int, int]] = {}
+        self.via_aliases = [0, 0]
+        self.stack: list[_Open] = []
+
+    def anchor(self, event: Any, node: yaml.Node, weight: tuple[int, int] | None) -> None:
+        _anchor(self.anchors, event, node)
+        if weight is not None:
+            self.weights[event.anchor] = weight
+
+    def open(self, event: Any, kind: type) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            raise LimitExceeded(None, None, DEPTH_MESSAGE, event.start_mark)
+        sequence = kind is _SEQUENCE_START
+        tag = event.tag
+        if tag is None or tag == "!":  # no path resolvers: the kind's default tag
+            tag = _SEQ_TAG if sequence else _MAP_TAG
+        collection = yaml.SequenceNode if sequence else yaml.MappingNode
+        opened = collection(tag, [], event.start_mark, None, event.flow_style)
+        if event.anchor is not None:
+            self.anchor(event, opened, None)
+        self.stack.append(_Open(opened, event.anchor))
+
+    def close(self, event: Any) -> tuple[yaml.Node, int, int]:
+        closed = self.stack.pop()
+        closed.node.end_mark = event.end_mark
+        if closed.anchor is not None:
+            self.weights[closed.anchor] = (closed.values, closed.chars)
+        return closed.node, closed.values, closed.chars
+
+    def alias(self, event: Any) -> tuple[yaml.Node, int, int]:
+        if event.anchor not in self.anchors:
+            raise yaml.composer.ComposerError(
+                None, None, f"found undefined alias {event.anchor!r}", event.start_mark
+            )
+        values, chars = self.weights.get(event.anchor, (1, 0))
+        self.via_aliases[0] += values
+        self.via_aliases[1] += chars
+        if self.via_aliases[0] > MAX_ALIAS_NODES:
+            raise LimitExceeded(None, None, ALIAS_NODES_MESSAGE, event.start_mark)
+        if self.via_aliases[1] > MAX_ALIAS_CHARS:
+            raise LimitExceeded(None, None, ALIAS_CHARS_MESSAGE, event.start_mark)
+        return self.anchors[event.anchor], values, chars
+
+
 def _compose_all(text: str) -> Iterator[yaml.Node]:
     """The root node of every document, as PyYAML's composer builds them (anchors, aliases,
     resolved tags, marks), in a loop; raises LimitExceeded beyond the bounds above and
-    yaml.MarkedYAMLError for invalid YAML."""
+    yaml.MarkedYAMLError for invalid YAML. Scalars, most of the events, are handled inline."""
     parser = _PARSER(text)
     get_event, resolve = parser.get_event, parser.resolve
-    anchors: dict[str, yaml.Node] = {}
-    # What each anchored value builds (values, characters), once complete: what an alias
-    # to it costs. An alias to a collection still open (itself) is the walker's error.
-    weights: dict[str, tuple[int, int]] = {}
-    stack: list[_Open] = []
-    via_aliases = [0, 0]
+    composer = _Composer()
     root: yaml.Node | None = None
     while True:
         event = get_event()
         kind = type(event)
         node: yaml.Node
-        if kind is events.ScalarEvent:
+        if kind is _SCALAR:
+            value = event.value
+            if len(value) <= _SHORT:
+                value = intern(value)
             tag = event.tag
             if tag is None or tag == "!":
-                tag = resolve(yaml.ScalarNode, event.value, event.implicit)
-            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-            weight = (1, len(event.value))
-            _anchor(anchors, event, node)
+                tag = _scalar_tag(resolve, value, event.implicit)
+            node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+            values, chars = 1, len(value)
             if event.anchor is not None:
-                weights[event.anchor] = weight
-        elif kind is events.SequenceStartEvent or kind is events.MappingStartEvent:
-            if len(stack) >= MAX_DEPTH:
-                raise LimitExceeded(None, None, DEPTH_MESSAGE, event.start_mark)
-            collection = (
-                yaml.SequenceNode if kind is events.SequenceStartEvent else yaml.MappingNode
-            )
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolve(collection, None, event.implicit)
-            opened = collection(tag, [], event.start_mark, None, event.flow_style)
-            _anchor(anchors, event, opened)
-            stack.append(_Open(opened, event.anchor))
+                composer.anchor(event, node, (values, chars))
+        elif kind is _SEQUENCE_START or kind is _MAPPING_START:
+            composer.open(event, kind)
             continue
-        elif kind is events.SequenceEndEvent or kind is events.MappingEndEvent:
-            closed = stack.pop()
-            node = closed.node
-            node.end_mark = event.end_mark
-            weight = (closed.values, closed.chars)
-            if closed.anchor is not None:
-                weights[closed.anchor] = weight
+        elif kind is _SEQUENCE_END or kind is _MAPPING_END:
+            node, values, chars = composer.close(event)
         elif kind is events.AliasEvent:
-            if event.anchor not in anchors:
-                raise yaml.composer.ComposerError(
-                    None, None, f"found undefined alias {event.anchor!r}", event.start_mark
-                )
-            node = anchors[event.anchor]
-            weight = weights.get(event.anchor, (1, 0))
-            via_aliases[0] += weight[0]
-            via_aliases[1] += weight[1]
-            if via_aliases[0] > MAX_ALIAS_NODES:
-                raise LimitExceeded(None, None, ALIAS_NODES_MESSAGE, event.start_mark)
-            if via_aliases[1] > MAX_ALIAS_CHARS:
-                raise LimitExceeded(None, None, ALIAS_CHARS_MESSAGE, event.start_mark)
+            node, values, chars = composer.alias(event)
         elif kind is events.DocumentStartEvent:
-            anchors, weights, via_aliases = {}, {}, [0, 0]
+            composer = _Composer()
             continue
         elif kind is events.DocumentEndEvent:
             if root is not None:
@@ -303,18 +404,19 @@ def _compose_all(text: str) -> Iterator[yaml.Node]:
             return
         else:  # the stream's start
             continue
+        stack = composer.stack
         if not stack:
             root = node
             continue
         parent = stack[-1]
-        parent.values += weight[0]
-        parent.chars += weight[1]
-        if isinstance(parent.node, yaml.SequenceNode):
-            parent.node.value.append(node)
+        parent.values += values
+        parent.chars += chars
+        if parent.sequence:
+            parent.items.append(node)
         elif parent.key is None:
             parent.key = node
         else:
-            parent.node.value.append((parent.key, node))
+            parent.items.append((parent.key, node))
             parent.key = None
 
 
@@ -350,17 +452,129 @@ def _anchor(anchors: dict[str, yaml.Node], event: Any, node: yaml.Node) -> None:
     anchors[event.anchor] = node
 
 
+class _NodesNeeded(Exception):
+    """A document the direct path does not build: the composed nodes and the walker do."""
+
+
+class _Building:
+    """A collection the direct path is building: its value, and a mapping's key waiting."""
+
+    __slots__ = ("key", "mapping", "value")
+
+    def __init__(self, mapping: bool) -> None:
+        self.mapping = mapping
+        self.value: Any = {} if mapping else []
+        self.key: Any = _NO_KEY
+
+
+_NO_KEY = object()
+# Plain scalars other than text (numbers, booleans, null, dates), as constructed, by tag and
+# text: immutable, so one serves every place that writes the same. Bounded.
+_CONSTRUCTED: dict[tuple[str, str], Any] = {}
+
+
+def _constructed(constructor: Any, tag: str, value: str, event: Any) -> Any:
+    key = (tag, value)
+    found = _CONSTRUCTED.get(key, _NO_KEY)  # one lookup: another thread may clear it meanwhile
+    if found is not _NO_KEY:
+        return found
+    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+    try:
+        made = constructor.construct_object(node, deep=True)
+    except Exception:  # the walker reports it, located
+        raise _NodesNeeded() from None
+    if len(_CONSTRUCTED) >= _TAGS_MAX:
+        _CONSTRUCTED.clear()
+    _CONSTRUCTED[key] = made
+    return made
+
+
+def _plain(event: Any) -> bool:
+    """An event with neither anchor nor explicit tag."""
+    return event.anchor is None and (event.tag is None or event.tag == "!")
+
+
+def _values_all(text: str) -> Iterator[tuple[Any, Mark]]:
+    """Every document's plain value and where it starts, built straight from the parser's
+    events: what composing nodes and walking them gives (``_compose_all``, ``_Walker``), at
+    about half the cost, for a document without anchors, aliases, merge keys, explicit tags,
+    or anything the walker would report (a key that is not text, a duplicate key, a scalar
+    that cannot be built): those raise ``_NodesNeeded``. Bounded in depth as the composer is."""
+    parser = _PARSER(text)
+    get_event, resolve = parser.get_event, parser.resolve
+    constructor = yaml.SafeLoader("")
+    stack: list[_Building] = []
+    root: Any = None
+    start: Mark = (1, 1)
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind is _SCALAR:
+            if not _plain(event):
+                raise _NodesNeeded()
+            value = event.value
+            if len(value) <= _SHORT:
+                value = intern(value)
+            tag = _scalar_tag(resolve, value, event.implicit)
+            if tag != _STR_TAG:
+                value = _constructed(constructor, tag, value, event)
+        elif kind is _SEQUENCE_START or kind is _MAPPING_START:
+            if not _plain(event):
+                raise _NodesNeeded()
+            if len(stack) >= MAX_DEPTH:
+                raise LimitExceeded(None, None, DEPTH_MESSAGE, event.start_mark)
+            if not stack:
+                start = (event.start_mark.line + 1, event.start_mark.column + 1)
+            stack.append(_Building(kind is _MAPPING_START))
+            continue
+        elif kind is _SEQUENCE_END or kind is _MAPPING_END:
+            value = stack.pop().value
+        elif kind is events.DocumentEndEvent:
+            yield root, start
+            root = None
+            continue
+        elif kind is events.StreamEndEvent:
+            return
+        elif kind is events.AliasEvent:
+            raise _NodesNeeded()
+        else:  # the stream's or a document's start
+            continue
+        if not stack:
+            root = value
+            if kind is _SCALAR:
+                start = (event.start_mark.line + 1, event.start_mark.column + 1)
+            continue
+        _add(stack[-1], value)
+
+
+def _add(parent: _Building, value: Any) -> None:
+    if not parent.mapping:
+        parent.value.append(value)
+    elif parent.key is _NO_KEY:
+        if not isinstance(value, str) or value in parent.value:
+            raise _NodesNeeded()  # a key that is not text, or a duplicate: the walker says so
+        parent.key = value
+    else:
+        parent.value[parent.key] = value
+        parent.key = _NO_KEY
+
+
 def parse_documents(text: str, file: str) -> tuple[list[LocatedDocument], list[Problem]]:
     """Every non-empty document of a YAML stream, located; YAML errors, and input beyond
     botctl's bounds, as located problems."""
     problems: list[Problem] = []
     documents: list[LocatedDocument] = []
     try:
-        for node in _compose_all(text):
-            doc = LocatedDocument(file=file, value=None, start=_mark(node))
-            doc.value = _Walker(doc, problems).value(node, ())
-            if doc.value is not None:
-                documents.append(doc)
+        try:
+            for index, (value, start) in enumerate(_values_all(text)):
+                if value is not None:
+                    documents.append(LocatedDocument(file, value, start, text, index))
+        except _NodesNeeded:
+            documents.clear()
+            for index, node in enumerate(_compose_all(text)):
+                value = _Walker(file, problems).value(node, 0, ())
+                if value is not None:
+                    documents.append(LocatedDocument(file, value, _mark(node), text, index))
     except LimitExceeded as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

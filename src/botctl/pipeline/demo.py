@@ -185,8 +185,8 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
     adopted = workdir / "adopted"
     echo(f"2. $ botctl export {ADOPTED} --out {adopted}   # adopt a chatbot that exists\n")
     env = DEFAULT_API_KEY_ENV
-    found = await read_for_export([ADOPTED], env, ws.environ, ws.service)
-    exported = export_documents(found, env)
+    found, listed = await read_for_export([ADOPTED], env, ws.environ, ws.service)
+    exported = export_documents(found, listed, env)
     for path in write_exported(adopted, exported):
         echo(f"   wrote {path.name}")
     record_export(ws.state_path, 0.0, exported, env)

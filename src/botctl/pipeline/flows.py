@@ -8,13 +8,11 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botctl import contract, lint
 from botctl.config.document import chatbot_id_problem
-from botctl.config.export import Exported, document_files
 from botctl.config.resolve import Fleet
-from botctl.config.revision import revisions
 from botctl.defaults import DEFAULT_PARALLELISM
 from botctl.errors import (
     BotctlError,
@@ -40,7 +38,6 @@ from botctl.reconcile.freshness import (
     resolve_secrets,
     verify_applied,
 )
-from botctl.reconcile.rollback import Previous, previous_settings
 from botctl.reconcile.safety import enforce_safety
 from botctl.resources import attributes, settings
 from botctl.resources.contacts import (
@@ -51,6 +48,7 @@ from botctl.resources.contacts import (
     count_values,
     migrations,
 )
+from botctl.resources.registry import kind_of
 from botctl.sealing import FingerprintKey
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
@@ -68,10 +66,13 @@ from botctl.store.keys import (
     find_key,
     give_key,
 )
-from botctl.store.lock import StateLock
-from botctl.store.planfile import SavedPlan, read_plan_file
 from botctl.store.protection import check_not_weaker
 from botctl.store.state import StateWriter, load_state, read_state, save_state, state_cipher
+
+if TYPE_CHECKING:  # imported where used: a plan never loads what only apply or export need
+    from botctl.config.export import Exported
+    from botctl.reconcile.rollback import Before
+    from botctl.store.planfile import SavedPlan
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Applied:
 
     plan: Plan
     report: ApplyReport
-    previous: Mapping[str, Previous]
+    previous: Before
     clients: Mapping[str, ServiceClient]
     writer: StateWriter
 
@@ -161,6 +162,8 @@ def read_saved_plan(path: Path, state_path: StateLocation) -> SavedPlan:
         with open_backend(state_path) as backend:
             source = find_key(backend)
         return source.key, source.hint()
+
+    from botctl.store.planfile import read_plan_file
 
     return read_plan_file(path, key_of)
 
@@ -262,7 +265,8 @@ def _open_run(ws: Workspace, *, create_key: bool) -> tuple[Desired, State, Scope
     state's key file is made now, for a plan saved to a file), and the scope."""
     fleet = load_resolved(ws)
     with open_backend(ws.state_path) as backend:
-        state = load_state(backend)
+        with collector_paused():  # a state's records are as many objects as the YAML's
+            state = load_state(backend)
         _choose_encryption(state, ws, backend)
         _require_key(state, fleet.desired, backend, create=create_key)
         if create_key:  # a plan saved to a file: its fingerprints no weaker than the state's
@@ -339,6 +343,8 @@ async def run_apply(
         if held is not None:
             backend = held
         else:
+            from botctl.store.lock import StateLock
+
             backend = held_for_the_run.enter_context(open_backend(ws.state_path))
             lock = held_for_the_run.enter_context(
                 StateLock(backend, timeout=ws.lock_timeout, command="apply")
@@ -394,7 +400,9 @@ async def run_apply(
             _record(writer, baseline.matching(desired, live) if desired else ())
             writer.flush()
             writer.raise_if_failed()  # nothing is sent yet: better not than unrecorded
-            previous = previous_settings(plan, live, state) if after_apply else {}
+            from botctl.reconcile.rollback import previous_values
+
+            previous = previous_values(plan, live, state) if after_apply else {}
             after = None
             stop.armed = True
             try:
@@ -433,7 +441,7 @@ def _check_renames_can_read(plan: Plan, ws: Workspace) -> None:
     off = "--no-reads" if ws.service.no_reads else "--no-contact-reads"
     if not (ws.service.no_reads or ws.service.no_contact_reads):
         return
-    renames = [op.label for op in plan.operations if op.kind == "migrate_attribute"]
+    renames = [op.label for op in plan.operations if kind_of(op.resource).reads_contacts(op)]
     if renames:
         raise PlanError(
             f"a rename moves the contacts' values and must read them, which {off} forbids: "
@@ -449,6 +457,8 @@ def _record_rollout(writer: StateWriter, desired: Desired | None, fleet: Fleet |
     rollout = writer.state.rollout
     if desired is None or fleet is None or not any(b.chatbot_id in rollout for b in desired.bots):
         return
+    from botctl.config.revision import revisions
+
     current = revisions(fleet)
     for bot in desired.bots:
         record = rollout.get(bot.chatbot_id)
@@ -619,6 +629,8 @@ async def _read_back(
 async def run_refresh(ws: Workspace) -> RefreshOutcome:
     """Record, as verified, every declared value the service holds: the baseline of chatbots
     adopted with hand-written YAML. Read-only on the service; writes the state only."""
+    from botctl.store.lock import StateLock
+
     desired = load(ws)
     with (
         open_backend(ws.state_path) as backend,
@@ -653,10 +665,11 @@ async def read_for_export(
     environ: Mapping[str, str],
     options: ServiceOptions,
     warn: Callable[[str], None] = lambda _: None,
-) -> list[LiveBot]:
-    """Read chatbots to export: the ids given, or every chatbot of the account. An id botctl
-    cannot put into a request path is refused before any request when given, and skipped
-    with a ``warn``ing when the service lists it (it could reach another endpoint)."""
+) -> tuple[list[LiveBot], dict[str, str]]:
+    """Read chatbots to export: the ids given, or every chatbot of the account; and their
+    names in the chatbot list, by id. An id botctl cannot put into a request path is refused
+    before any request when given, and skipped with a ``warn``ing when the service lists it
+    (it could reach another endpoint)."""
     unusable = [f"{c!r}, {why}" for c in chatbot_ids if (why := chatbot_id_problem(c))]
     if unusable:
         raise BotctlError(f"unusable chatbot id: {'; '.join(unusable)}; nothing was read")
@@ -679,16 +692,19 @@ async def read_for_export(
     missing = [c for c in chatbot_ids if not live.bots[c].exists]
     if missing:
         raise BotctlError(f"no such chatbot in the account of ${api_key_env}: {', '.join(missing)}")
-    if chatbot_ids and all(live.bots[c].settings is None for c in chatbot_ids):
+    names = live.listed.get(api_key_env)
+    if chatbot_ids and names is None:
         raise BotctlError(
             "export needs the chatbot list (GET /get-chatbots), and this service does not "
             "offer it: nothing to export"
         )
-    return [live.bots[c] for c in chatbot_ids]
+    return [live.bots[c] for c in chatbot_ids], dict(names or {})
 
 
 def write_exported(out: Path, exported: Sequence[Exported]) -> list[Path]:
     """Write every exported document into ``out``, or none: never over an existing file."""
+    from botctl.config.export import document_files
+
     files = document_files(out, exported)
     write_all_or_none(out, files)
     return [path for path, _ in files]
@@ -718,6 +734,8 @@ def record_export(
 ) -> None:
     """Record what an export read as the baseline of each chatbot it wrote, so that drift on
     the exported files starts clean."""
+    from botctl.store.lock import StateLock
+
     with (
         open_backend(state_path) as backend,
         StateLock(backend, timeout=lock_timeout, command="export"),

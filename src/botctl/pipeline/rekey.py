@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from botctl.defaults import OLD_STATE_KEY_ENV, STATE_KEY_ENV
 from botctl.models import BotRecord, BotSpec, State
-from botctl.sealing import FingerprintKey, Sealed
+from botctl.resources.registry import kinds
+from botctl.sealing import FingerprintKey
 from botctl.store.backends import StateLocation, open_backend
 from botctl.store.keys import KeySource, StateKeyError, ensure_key, find_key, give_key
 from botctl.store.lock import StateLock
 from botctl.store.state import read_state, save_state
-from botctl.values import JsonValue
 
 
 @dataclass(frozen=True)
@@ -116,36 +116,11 @@ def _old_key(state: State, old: KeySource, where: str, forget: bool) -> Fingerpr
 def _rekey_record(
     record: BotRecord, spec: BotSpec | None, old: FingerprintKey | None, new: FingerprintKey
 ) -> tuple[int, list[str]]:
-    """Re-fingerprint one record's sealed values in place; returns how many moved and the
-    places forgotten."""
+    """Re-fingerprint one record's sealed values in place, each kind its own
+    (``ResourceKind.rekey``); returns how many moved and the places forgotten."""
     moved, forgotten = 0, []
-    declared = spec.settings.leaves if spec is not None else {}
-    for path, sealed in sorted(record.sealed_settings.items()):
-        value = _matching(sealed, old, declared.get(path))
-        if value is None:
-            del record.sealed_settings[path]
-            record.verified_settings.discard(path)
-            forgotten.append(f"settings {path}")
-        else:
-            record.sealed_settings[path] = new.seal(value)
-            moved += 1
-    attributes = {a.name: a.to_json() for a in spec.attributes} if spec is not None else {}
-    for name, fields in sorted(record.sealed_attributes.items()):
-        values = {
-            key: _matching(s, old, attributes.get(name, {}).get(key)) for key, s in fields.items()
-        }
-        if any(v is None for v in values.values()):
-            record.sealed_attributes.pop(name)
-            record.attributes.pop(name, None)
-            record.verified_attributes.discard(name)
-            forgotten.append(f"attribute {name}")
-            continue
-        record.sealed_attributes[name] = {key: new.seal(v) for key, v in values.items()}
-        moved += len(values)
+    for kind in kinds():
+        m, f = kind.rekey(record, spec, old, new)
+        moved += m
+        forgotten += f
     return moved, forgotten
-
-
-def _matching(sealed: Sealed, old: FingerprintKey | None, candidate: JsonValue) -> JsonValue:
-    if old is None or candidate is None or not sealed.matches(candidate, old):
-        return None
-    return candidate

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from botctl.config.gitref import find_revision, load_at_revision
 from botctl.config.resolve import Fleet
 from botctl.config.selection import Selection
 from botctl.models import BotSpec, Desired, State
@@ -115,6 +114,8 @@ def scoped(ws: Workspace, fleet: Fleet, state: State) -> tuple[Desired, Scope | 
     desired = fleet.desired
     if ws.changed_since is None:
         return desired, None
+    from botctl.config.gitref import find_revision, load_at_revision  # only with the option
+
     revision = find_revision(ws.changed_since, ws.paths)
     with collector_paused():
         then = load_at_revision(

@@ -1,36 +1,29 @@
-"""What ``apply --test --rollback-on-failure`` sends back: the settings a chatbot had before
-the apply, for the chatbots whose conversation tests failed.
+"""What ``apply --test --rollback-on-failure`` sends back: what a chatbot had before the apply,
+for the chatbots whose conversation tests failed.
 
-A previous value is known when the plan read it from the service (verified) or, failing that,
-the state recorded it (assumed), as the diff knew it. A top-level field is restored whole (as
-apply sends it): only when every leaf the apply sent under it has a known previous value.
-Otherwise the field is *not restorable* and named with the reason: a value botctl never knew,
-or one the state keeps only as a fingerprint (a secret). Only settings are rolled back (the
-settings kind's operations, ``resources.settings.KIND``): attributes, and any other kind, are
-never: an archive or a new attribute is not undone behind a reviewer's back; the report says so.
+Each kind says what it knew before the apply and how to put it back (``ResourceKind.previous``
+and ``restore``): for settings, a previous value is known when the plan read it from the
+service (verified) or, failing that, the state recorded it (assumed), as the diff knew it; a
+top-level field is restored whole (as apply sends it), only when every leaf the apply sent
+under it has a known previous value; otherwise it is *not restorable* and named with the
+reason (a value botctl never knew, or one the state keeps only as a fingerprint). A kind that
+knows nothing to restore (``previous`` None: attributes) is never rolled back: an archive or a
+new attribute is not undone behind a reviewer's back; the report names its changes as kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from botctl.models import Live, State
-from botctl.plan import BotRef, Change, Operation, Plan
+from botctl.plan import BotRef, Operation, Plan
 from botctl.reconcile.apply import ApplyReport
-from botctl.resources.settings import KIND as SETTINGS
-from botctl.sealing import Sealed
-from botctl.values import JsonValue, flatten, unflatten
+from botctl.resources.registry import kind_of
 
-
-@dataclass(frozen=True)
-class Previous:
-    """One chatbot's settings leaves before the apply, by dotted path (read from the service,
-    else as the state recorded them); ``sealed``: the leaves recorded only as a secret's
-    fingerprint, whose value is not held."""
-
-    values: dict[str, JsonValue]
-    sealed: frozenset[str] = frozenset()
+# What each kind knew of a chatbot before the apply, by (chatbot id, kind name).
+Before = Mapping[tuple[str, str], Any]
 
 
 @dataclass(frozen=True)
@@ -38,44 +31,34 @@ class NotRestorable:
     bot: BotRef
     field: str
     why: str
+    resource: str = ""  # the kind whose value it is (``Change.resource``)
 
 
 @dataclass(frozen=True)
 class Rollback:
     operations: tuple[Operation, ...] = ()
     not_restorable: tuple[NotRestorable, ...] = ()
-    # Attribute operations applied to the chatbots rolled back: never undone, named.
-    attributes_kept: tuple[Operation, ...] = ()
+    # Operations applied to the chatbots rolled back, of kinds never rolled back: named.
+    kept: tuple[Operation, ...] = ()
 
 
-def previous_settings(plan: Plan, live: Live, state: State) -> dict[str, Previous]:
-    """Before the apply, for each chatbot the plan updates settings of: what was known of
-    its settings, from the service first, then from the state."""
-    found: dict[str, Previous] = {}
+def previous_values(plan: Plan, live: Live, state: State) -> dict[tuple[str, str], Any]:
+    """Before the apply, for each chatbot and kind the plan writes to: what the kind knew
+    (``ResourceKind.previous``: from the service first, then from the state); None for a
+    kind never rolled back."""
+    found: dict[tuple[str, str], Any] = {}
     for op in plan.operations:
-        if op.resource != SETTINGS.name:
-            continue
-        chatbot_id = op.bot.chatbot_id
-        values: dict[str, JsonValue] = {}
-        sealed: set[str] = set()
-        record = state.record_for(chatbot_id)
-        if record is not None:
-            values.update(record.settings.leaves)
-            sealed.update(record.sealed_settings)
-        observed = live.bots.get(chatbot_id)
-        if observed is not None and observed.settings is not None:
-            read = observed.settings.leaves
-            values.update(read)
-            sealed.difference_update(read)
-        found[chatbot_id] = Previous(values, frozenset(sealed))
+        key = (op.bot.chatbot_id, op.resource)
+        if key not in found:
+            found[key] = kind_of(op.resource).previous(
+                live.bots.get(op.bot.chatbot_id), state.record_for(op.bot.chatbot_id)
+            )
     return found
 
 
-def plan_rollback(
-    report: ApplyReport, failed: Iterable[str], previous: Mapping[str, Previous]
-) -> Rollback:
-    """The requests that put back the settings the apply changed on the chatbots of
-    ``failed`` (chatbot ids), and what cannot be put back."""
+def plan_rollback(report: ApplyReport, failed: Iterable[str], previous: Before) -> Rollback:
+    """The requests that put back what the apply changed on the chatbots of ``failed``
+    (chatbot ids), and what cannot be put back."""
     failed = set(failed)
     operations: list[Operation] = []
     missing: list[NotRestorable] = []
@@ -84,37 +67,12 @@ def plan_rollback(
         op = result.operation
         if result.status != "applied" or op.bot.chatbot_id not in failed:
             continue
-        if op.resource != SETTINGS.name:
+        before = previous.get((op.bot.chatbot_id, op.resource))
+        if before is None:
             kept.append(op)
             continue
-        before = previous.get(op.bot.chatbot_id, Previous({}))
-        body: dict[str, JsonValue] = {}
-        changes: list[Change] = []
-        for field_name, sent in sorted(op.body.items()):
-            restored, why = _restore(field_name, sent, before)
-            if why is not None:
-                missing.append(NotRestorable(op.bot, field_name, why))
-                continue
-            body[field_name] = restored
-            changes.append(Change(op.resource, field_name, "update", sent, restored, "verified"))
-        if body:
-            operations.append(Operation(op.bot, op.kind, op.subject, body, body, tuple(changes)))
+        restored, unknown = kind_of(op.resource).restore(op, before)
+        missing += [NotRestorable(op.bot, name, why, op.resource) for name, why in unknown]
+        if restored is not None:
+            operations.append(restored)
     return Rollback(tuple(operations), tuple(missing), tuple(kept))
-
-
-def _restore(name: str, sent: JsonValue, before: Previous) -> tuple[JsonValue, str | None]:
-    """The previous value of the top-level field ``name`` (sent as ``sent``), or why not."""
-    for path in flatten({name: sent}):
-        if path in before.sealed or isinstance(before.values.get(path), Sealed):
-            return None, "held a secret: botctl keeps only its fingerprint"
-        if path not in before.values:
-            return None, "its previous value was never read nor recorded by botctl"
-    # A nested object is sent whole: the whole previous object, as far as it was known.
-    known = {
-        path: value
-        for path, value in before.values.items()
-        if path == name or path.startswith(name + ".")
-    }
-    if any(isinstance(value, Sealed) for value in known.values()):
-        return None, "held a secret: botctl keeps only its fingerprint"
-    return unflatten(known)[name], None

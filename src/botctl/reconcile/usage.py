@@ -18,6 +18,7 @@ from botctl.errors import PlanError
 from botctl.models import Desired, Live
 from botctl.plan import BotRef, Change, Operation, Plan
 from botctl.resources.contacts import Usage
+from botctl.resources.registry import kinds
 
 
 @dataclass(frozen=True)
@@ -48,19 +49,13 @@ def wanted(plan: Plan) -> dict[str, tuple[BotRef, list[str]]]:
 
 
 def type_changes(desired: Desired, live: Live) -> dict[str, tuple[BotRef, list[str]]]:
-    """Per chatbot, declared attributes the service holds with another type (the plan
-    refuses them: the counts tell what the declaration would strand)."""
+    """Per chatbot, what each kind declares in a form the service cannot be changed to (an
+    attribute's type: ``ResourceKind.stranded``): the plan refuses them, and the counts tell
+    what the declaration would strand."""
     found: dict[str, tuple[BotRef, list[str]]] = {}
     for bot in desired.bots:
         held = live.bots.get(bot.chatbot_id)
-        observed = held.attributes if held is not None else None
-        if not observed:
-            continue
-        names = [
-            a.name
-            for a in bot.attributes
-            if a.name in observed and observed[a.name].type != a.type and a.renamedFrom is None
-        ]
+        names = [name for kind in kinds() for name in kind.stranded(bot, held)]
         if names:
             found[bot.chatbot_id] = (bot.ref, names)
     return found
@@ -116,18 +111,18 @@ def refuse_archives(plan: Plan, desired: Desired | None, policy: ContactPolicy) 
     if policy.allow_archive_with_values:
         return
     consent = {
-        (bot.chatbot_id, a.name)
+        (bot.chatbot_id, kind.name, path)
         for bot in (desired.bots if desired is not None else ())
-        for a in bot.attributes
-        if a.archiveWithValues
+        for kind in kinds()
+        for path in kind.archive_consent(bot)
     }
     refused = [
-        f"  - {bot.name}: archive attribute {change.path} "
+        f"  - {bot.name}: archive {change.resource} {change.path} "
         f"({contacts_phrase(change.contacts_with_value or 0)})"
         for bot, change in plan.changes()
         if change.action == "archive"
         and (change.contacts_with_value or 0) > 0
-        and (bot.chatbot_id, change.path) not in consent
+        and (bot.chatbot_id, change.resource, change.path) not in consent
     ]
     if refused:
         raise PlanError(

@@ -344,13 +344,15 @@ def render_rollback_text(rollback: Rollback, sent: ApplyReport | None) -> str:
         op = result.operation
         fields = ", ".join(sorted(op.body))
         if result.status == "applied":
-            lines.append(f"  restored   {op.bot.name}: settings {fields} (as before the apply)")
+            lines.append(
+                f"  restored   {op.bot.name}: {op.resource} {fields} (as before the apply)"
+            )
         else:
-            lines.append(f"  FAILED     {op.bot.name}: settings {fields}: {result.message}")
+            lines.append(f"  FAILED     {op.bot.name}: {op.resource} {fields}: {result.message}")
     for item in rollback.not_restorable:
-        lines.append(f"  not restorable  {item.bot.name}: settings {item.field}: {item.why}")
+        lines.append(f"  not restorable  {item.bot.name}: {item.resource} {item.field}: {item.why}")
     kept: dict[str, list[str]] = {}
-    for op in rollback.attributes_kept:
+    for op in rollback.kept:
         kept.setdefault(op.bot.name, []).append(f"{op.kind} {op.subject}")
     for name, ops in kept.items():
         lines.append(f"  kept       {name}: {', '.join(ops)}")
@@ -364,6 +366,6 @@ def render_rollback_text(rollback: Rollback, sent: ApplyReport | None) -> str:
     lines.append(
         f"Rollback: {restored} chatbot(s) restored, {failed} failed, "
         f"{len(rollback.not_restorable)} value(s) not restorable, "
-        f"{len(rollback.attributes_kept)} attribute change(s) kept."
+        f"{len(rollback.kept)} attribute change(s) kept."
     )
     return inert("\n".join(lines)) + "\n"

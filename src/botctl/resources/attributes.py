@@ -1,8 +1,9 @@
 """The custom contact attribute resource (contract 2.8, 4.3, 4.4): everything botctl knows
 about it, in one place.
 
-- **Model**: ``CustomAttribute``, the same type declared, observed and recorded. Declared, a
-  ``label`` or ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
+- **Model**: ``CustomAttribute`` (in ``attribute_model``), the same type declared, observed
+  and recorded (one instance per distinct value: ``interned``). Declared, a ``label`` or
+  ``description`` of ``None`` is not managed (a dashboard edit of it is not drift).
 - **Live parsing** (``read_live``): attribute records -> models by name, and the records
   outside the contract's rules set aside (unmanageable, never fatal).
 - **Diff rules** (``plan_attributes``): missing -> create; label/description differ -> update;
@@ -16,6 +17,9 @@ about it, in one place.
   so no attribute is ever created twice.
 - **State** (``fold``): the record keeps identity plus the declared fields.
 - **Rendering** (``detail_lines``): the fields a change moves.
+- **The configuration** (``SPEC_FIELDS``, ``Safety``, ``declared_json``, ``export_notes``): its
+  keys of a Chatbot document (``customAttributes``, ``prune``, ``ignoreAttributes``,
+  ``safety``), as declared, shown and exported.
 - **The kind** (``AttributesKind``, ``KIND``): all of the above behind ``resources.kind``'s
   interface, as the registry hands it to every step of a run.
 """
@@ -26,7 +30,7 @@ import fnmatch
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -44,68 +48,30 @@ from botctl.plan import (
     Unmanaged,
 )
 from botctl.resources import contacts
-from botctl.resources.base import BotPlan, known_value
-from botctl.resources.kind import Basis, MutableParts, Parts
+from botctl.resources.attribute_model import (
+    MANAGED_FIELDS,
+    RESOURCE,
+    CustomAttribute,
+    attribute_change,
+    attribute_record,
+    interned,
+    update_body,
+)
+from botctl.resources.base import BotPlan, known_value, rekeyed, shown_in_comment
+from botctl.resources.kind import (
+    Basis,
+    ExportedSection,
+    MutableParts,
+    Parts,
+    SpecField,
+    SpecPath,
+)
+from botctl.resources.renames import plan_renames
 from botctl.resources.settings import known_fields
-from botctl.sealing import FingerprintKey, Sealed, holds_secret, mask_beside
-from botctl.values import SECRET_MASK, JsonValue, mask_secrets, mask_secrets_in_text, same_value
+from botctl.sealing import FingerprintKey, Sealed, holds_secret
+from botctl.values import SECRET_MASK, JsonValue, mask_secrets_in_text, same_value
 
-AttributeName = Annotated[str, StringConstraints(pattern=contract.ATTRIBUTE_NAME_PATTERN)]
-AttributeType = Literal["text", "number", "boolean", "date"]
-# The fields a person manages (and a PUT sends); name and type are identity.
-MANAGED_FIELDS = ("label", "description", "archived")
 CREATE_ATTEMPTS = 3
-
-
-class CustomAttribute(BaseModel):
-    """Contract 2.8. On the desired side ``label``/``description`` of ``None`` are not managed
-    (a create still sends a label: the attribute's name)."""
-
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, regex_engine=contract.PATTERN_ENGINE
-    )
-
-    name: AttributeName
-    type: AttributeType
-    label: str | None = None
-    description: str | None = None
-    archived: bool = False
-    # Declared only, never sent or recorded (excluded from every dump): a rename that moves
-    # the contacts' values from the old name (resources.renames), and consent to archive an
-    # attribute contacts still carry values for.
-    renamedFrom: AttributeName | None = Field(
-        default=None,
-        exclude=True,
-        description="The attribute this one replaces: botctl creates this one, copies every "
-        "contact's value from the old name to this one, verifies, then archives the old one.",
-    )
-    archiveWithValues: bool = Field(
-        default=False,
-        exclude=True,
-        description="Archiving this attribute may retire the values contacts carry for it "
-        "(else a plan that archives it while contacts carry values fails).",
-    )
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return self.model_dump(mode="json", exclude_none=True)
-
-    def managed(self) -> dict[str, JsonValue]:
-        """The fields this declaration manages: ``archived`` always, label and description
-        when declared."""
-        fields: dict[str, JsonValue] = {"archived": self.archived}
-        if self.label is not None:
-            fields["label"] = self.label
-        if self.description is not None:
-            fields["description"] = self.description
-        return fields
-
-    def create_body(self) -> dict[str, JsonValue]:
-        """The attribute as a create sends it: always with a label (the name when none is
-        declared: an older guide of the service requires one)."""
-        body = self.to_json()
-        body.setdefault("label", self.name)
-        body["archived"] = self.archived
-        return body
 
 
 # --- live parsing -------------------------------------------------------------------------------
@@ -132,15 +98,39 @@ def read_live(raw: Sequence[Any]) -> tuple[dict[str, CustomAttribute], tuple[Off
         if not isinstance(record, Mapping):
             refused.append(OffContract(None, f"not an attribute record: {_shown(record)}", record))
             continue
-        name = record.get("name")
-        shown_name = name if isinstance(name, str) else None
         try:
-            attribute = CustomAttribute.model_validate(known_fields(record, CustomAttribute))
+            attribute = _parsed(record)
         except ValidationError as exc:
+            name = record.get("name")
+            shown_name = name if isinstance(name, str) else None
             refused.append(OffContract(shown_name, _reason(exc, record), dict(record)))
             continue
         parsed.setdefault(attribute.name, attribute)
     return parsed, tuple(refused)
+
+
+# Records read, by their exact content (each value with its type: ``True`` is not ``1``), to
+# what they parse to: a fleet's chatbots hold the same attributes, parsed once. Bounded.
+_READ: dict[tuple[tuple[str, type, Any], ...], CustomAttribute] = {}
+_READ_MAX = 50_000
+
+
+def _parsed(record: Mapping[str, Any]) -> CustomAttribute:
+    """One record as a model (``ValidationError`` when it is outside the contract)."""
+    try:
+        key = tuple((k, type(v), v) for k, v in record.items())
+        found = _READ.get(key)
+    except TypeError:  # a value that cannot be a key (a list, a mapping): parsed each time
+        return _validated(record)
+    if found is None:
+        if len(_READ) >= _READ_MAX:
+            _READ.clear()
+        found = _READ[key] = _validated(record)
+    return found
+
+
+def _validated(record: Mapping[str, Any]) -> CustomAttribute:
+    return interned(CustomAttribute.model_validate(known_fields(record, CustomAttribute)))
 
 
 _EXPECTED = {"bool_type": "true or false", "string_type": "text"}
@@ -209,8 +199,6 @@ def plan_attributes(
     current = observed if observed is not None else recorded
     held = {record.name: record for record in off_contract if record.name is not None}
     by_case = {name.casefold(): name for name in [*held, *current]}
-    from botctl.resources.renames import plan_renames  # it builds on this module
-
     renamed = plan_renames(bot, declared, observed, recorded, secrets, out, unfinished)
     for attribute in declared:
         if attribute.name in renamed.created:
@@ -264,7 +252,7 @@ def _plan_declared(
         before = current.to_json() if current is not None else None
         secret = holds_secret(attribute.managed(), secrets)
         out.depends_on.append(
-            Dependency(bot.chatbot_id, "attribute", attribute.name, before, secret=secret)
+            Dependency(bot.chatbot_id, RESOURCE, attribute.name, before, secret=secret)
         )
     elif attribute.name in recorded:
         current, confidence = recorded[attribute.name], "assumed"
@@ -282,6 +270,8 @@ def _plan_declared(
             "attribute's type: declare a new attribute under another name and archive this one"
         )
         return
+    if current is attribute:  # the same values (interned): in sync
+        return
     before = current.to_json()
     managed = attribute.managed()
     if all(same_value(before.get(key), value) for key, value in managed.items()):
@@ -290,8 +280,8 @@ def _plan_declared(
     action: Action = "update"
     if current.archived != attribute.archived:
         action = "archive" if attribute.archived else "unarchive"
-    change = _change(attribute.name, action, before, after, confidence, secrets)
-    out.operations.append(_update(bot, attribute.name, after, _record(attribute), change))
+    change = attribute_change(attribute.name, action, before, after, confidence, secrets)
+    out.operations.append(_update(bot, attribute.name, after, attribute_record(attribute), change))
 
 
 def _plan_undeclared(
@@ -312,44 +302,12 @@ def _plan_undeclared(
     before = current.to_json()
     after = {**before, "archived": True}
     confidence: Confidence = "verified" if verified else "assumed"
-    change = _change(current.name, "archive", before, after, confidence, secrets)
+    change = attribute_change(current.name, "archive", before, after, confidence, secrets)
     record: dict[str, JsonValue] = {"name": current.name, "type": current.type, "archived": True}
     out.operations.append(_update(bot, current.name, after, record, change))
 
 
-def _change(
-    name: str,
-    action: Action,
-    before: dict[str, JsonValue] | None,
-    after: dict[str, JsonValue],
-    confidence: Confidence,
-    secrets: frozenset[str],
-) -> Change:
-    return Change(
-        resource="attribute",
-        path=name,
-        action=action,
-        before=mask_beside(before, after, secrets),
-        after=mask_secrets(after, secrets),
-        confidence=confidence,
-    )
-
-
-def _record(attribute: CustomAttribute) -> dict[str, JsonValue]:
-    # State keeps what botctl manages: identity plus the declared fields (a label the YAML
-    # does not declare is not botctl's, so a dashboard edit of it is not drift).
-    return {"name": attribute.name, "type": attribute.type, **attribute.managed()}
-
-
 # --- requests -----------------------------------------------------------------------------------
-
-
-def update_body(attribute: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """The PUT that makes an existing attribute as ``attribute`` describes it; ``archived``
-    always explicit (the PUT's documented default is false: omitting it would un-archive)."""
-    body = {k: attribute[k] for k in ("label", "description") if attribute.get(k) is not None}
-    body["archived"] = bool(attribute.get("archived"))
-    return body
 
 
 def _update(
@@ -370,15 +328,23 @@ def _create(
     out: BotPlan,
 ) -> None:
     body = attribute.create_body()
-    change = _change(attribute.name, "create", None, body, confidence, secrets)
+    change = attribute_change(attribute.name, "create", None, body, confidence, secrets)
     if confidence == "verified":
-        op = Operation(bot, "create_attribute", attribute.name, body, _record(attribute), (change,))
+        op = Operation(
+            bot, "create_attribute", attribute.name, body, attribute_record(attribute), (change,)
+        )
     else:
         # Existence unknown (no reads, no state): update only the managed fields, and create
         # (whole) only when the update answers 404, so an attribute is never created twice.
         kind: OperationKind = "ensure_attribute"
         op = Operation(
-            bot, kind, attribute.name, attribute.managed(), _record(attribute), (change,), body
+            bot,
+            kind,
+            attribute.name,
+            attribute.managed(),
+            attribute_record(attribute),
+            (change,),
+            body,
         )
     out.operations.append(op)
 
@@ -543,13 +509,94 @@ def _unfinished(migrations: Mapping[str, JsonValue]) -> dict[str, str]:
     }
 
 
+def declared_json(attribute: CustomAttribute) -> dict[str, JsonValue]:
+    """As a person declares it: ``archived`` only when true; the declared-only fields
+    (``renamedFrom``, ``archiveWithValues``) when given."""
+    shown = {k: v for k, v in attribute.to_json().items() if k != "archived" or v}
+    if attribute.renamedFrom is not None:
+        shown["renamedFrom"] = attribute.renamedFrom
+    if attribute.archiveWithValues:
+        shown["archiveWithValues"] = True
+    return shown
+
+
+def export_notes(listed: bool, off_contract: Sequence[OffContract]) -> list[str]:
+    """What an exported document says of the attributes it does not declare."""
+    notes = []
+    if not listed:
+        notes.append("The attribute list could not be read: customAttributes not exported.")
+    if off_contract:
+        notes.append(
+            "Attributes held outside the contract's rules, so not exported (botctl never "
+            "writes them):"
+        )
+        notes += [
+            f"  {shown_in_comment(record.name) if record.name is not None else '(no name)'}: "
+            f"{shown_in_comment(record.reason)[1:-1]}"
+            for record in off_contract
+        ]
+    return notes
+
+
+# --- the kind's keys of a Chatbot document ------------------------------------------------------
+
+IgnorePattern = Annotated[str, StringConstraints(min_length=1)]
+
+
+class Safety(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    maxArchivePercent: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None,
+        description="Most of this chatbot's active attributes one run may archive (default 30).",
+    )
+
+
+SPEC_FIELDS: dict[str, SpecField] = {
+    "customAttributes": SpecField(
+        tuple[CustomAttribute, ...],
+        Field(
+            default=(),
+            description="Custom contact attributes of the chatbot; a name also in an included "
+            "set replaces the set's declaration.",
+        ),
+    ),
+    "prune": SpecField(
+        bool,
+        Field(
+            default=False,
+            description="Archive live attributes that botctl never managed and this document "
+            "does not declare.",
+        ),
+        defaults=(bool | None, Field(default=None)),
+    ),
+    "ignoreAttributes": SpecField(
+        tuple[IgnorePattern, ...],
+        Field(
+            default=(),
+            description="Glob patterns (fnmatch) of live attributes this document does not "
+            "declare and botctl must leave alone: neither reported as unmanaged nor archived. "
+            "Those of matching Defaults are added.",
+        ),
+        defaults=(
+            tuple[IgnorePattern, ...],
+            Field(default=(), description="Added to each matching chatbot's own ignoreAttributes."),
+        ),
+        merge="added",
+    ),
+    "safety": SpecField(
+        Safety | None, Field(default=None), defaults=(Safety | None, Field(default=None))
+    ),
+}
+
+
 class AttributesKind:
     """Custom attributes behind ``resources.kind.ResourceKind``. Its parts: ``attributes``
     (declared: a tuple; observed and recorded: by name), ``off_contract`` (live), and in a
     record ``verified_attributes`` (names read from the service) and ``sealed_attributes``
     (fields known only by their fingerprints, by attribute)."""
 
-    name = "attribute"
+    name = RESOURCE
     order = 1
     # migrate_attribute: a rename (``renamedFrom``) that moves the contacts' values
     # (``resources.renames`` plans it, ``resources.contacts.migrate`` carries it out).
@@ -683,7 +730,7 @@ class AttributesKind:
                 continue
             listed = now.to_json()
             if all(same_value(listed.get(k), v) for k, v in attribute.managed().items()):
-                found[attribute.name] = CustomAttribute.model_validate(_record(attribute))
+                found[attribute.name] = CustomAttribute.model_validate(attribute_record(attribute))
         return found
 
     def read_back(self, op: Operation, live: Parts) -> dict[str, Any]:
@@ -766,6 +813,105 @@ class AttributesKind:
 
     def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
         return {}
+
+    def has_sealed(self, record: Parts) -> bool:
+        return bool(record.part("sealed_attributes"))
+
+    def rekey(
+        self,
+        record: MutableParts,
+        spec: Parts | None,
+        old: FingerprintKey | None,
+        new: FingerprintKey,
+    ) -> tuple[int, list[str]]:
+        """An attribute's sealed fields move together, or it is forgotten whole."""
+        declared = {a.name: a.to_json() for a in spec.part("attributes")} if spec else {}
+        sealed: dict[str, dict[str, Sealed]] = record.part("sealed_attributes")
+        moved, forgotten = 0, []
+        for name, fields in sorted(sealed.items()):
+            wanted = declared.get(name, {})
+            values = {key: rekeyed(f, old, wanted.get(key)) for key, f in fields.items()}
+            if any(value is None for value in values.values()):
+                del sealed[name]
+                record.part("attributes").pop(name, None)
+                record.part("verified_attributes").discard(name)
+                forgotten.append(f"attribute {name}")
+                continue
+            sealed[name] = {key: new.seal(value) for key, value in values.items()}
+            moved += len(values)
+        return moved, forgotten
+
+    def previous(self, live: Parts | None, record: Parts | None) -> Any:
+        return None  # an archive or a new attribute is never undone behind a reviewer's back
+
+    def restore(
+        self, op: Operation, previous: Any
+    ) -> tuple[Operation | None, list[tuple[str, str]]]:
+        return None, []
+
+    def stranded(self, spec: Parts, live: Parts | None) -> list[str]:
+        observed: Mapping[str, CustomAttribute] | None = (
+            live.part("attributes") if live is not None else None
+        )
+        if not observed:
+            return []
+        return [
+            a.name
+            for a in spec.part("attributes")
+            if a.name in observed and observed[a.name].type != a.type and a.renamedFrom is None
+        ]
+
+    def archive_consent(self, spec: Parts) -> set[str]:
+        return {a.name for a in spec.part("attributes") if a.archiveWithValues}
+
+    def reads_contacts(self, op: Operation) -> bool:
+        return op.kind == "migrate_attribute"  # a rename moves the contacts' values
+
+    # -- the configuration ----------------------------------------------------------------------
+    spec_fields: Mapping[str, SpecField] = SPEC_FIELDS
+    secret_places = "an attribute's label or description"
+
+    def may_hold_secret(self, path: SpecPath) -> bool:
+        return len(path) == 3 and path[0] == "customAttributes" and path[2] in _SEALABLE_FIELDS
+
+    def from_spec(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        safety: Safety | None = values["safety"]
+        return {
+            "attributes": values["customAttributes"],
+            "prune": values["prune"],
+            "ignore_attributes": values["ignoreAttributes"],
+            "max_archive_percent": safety.maxArchivePercent if safety is not None else None,
+        }
+
+    def section(self, spec: Parts) -> dict[str, JsonValue]:
+        shown: dict[str, JsonValue] = {
+            "customAttributes": [declared_json(a) for a in spec.part("attributes")],
+            "prune": spec.part("prune"),
+        }
+        if spec.part("ignore_attributes"):
+            shown["ignoreAttributes"] = list(spec.part("ignore_attributes"))
+        if spec.part("max_archive_percent") is not None:
+            shown["safety"] = {"maxArchivePercent": spec.part("max_archive_percent")}
+        return shown
+
+    def revision_values(self, spec: Parts) -> dict[str, JsonValue]:
+        return {
+            "attributes": [a.to_json() for a in spec.part("attributes")],
+            "prune": spec.part("prune"),
+            "ignoreAttributes": list(spec.part("ignore_attributes")),
+        }
+
+    def export(self, live: Parts) -> ExportedSection:
+        listed: Mapping[str, CustomAttribute] | None = live.part("attributes")
+        attributes = sorted((listed or {}).values(), key=lambda a: a.name)
+        values: dict[str, JsonValue] = {}
+        if attributes:
+            values["customAttributes"] = [
+                {k: v for k, v in a.to_json().items() if k != "archived" or v} for a in attributes
+            ]
+        values["prune"] = False
+        notes = export_notes(listed is not None, live.part("off_contract") or ())
+        return ExportedSection(values, tuple(notes))
 
 
 KIND = AttributesKind()

@@ -1,7 +1,8 @@
-"""What every resource kind contributes to one chatbot's plan."""
+"""What every resource kind contributes to one chatbot's plan, and small pieces the kinds share."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from botctl.plan import Dependency, Operation, Unmanageable, Unmanaged
@@ -28,3 +29,18 @@ def known_value(sealed: Sealed, key: FingerprintKey, *candidates: JsonValue) -> 
     """The first candidate a recorded fingerprint was made from (under the state's ``key``),
     else None: a sealed value known in clear again (in memory only)."""
     return next((c for c in candidates if c is not None and sealed.matches(c, key)), None)
+
+
+def rekeyed(sealed: Sealed, old: FingerprintKey | None, candidate: JsonValue) -> JsonValue:
+    """The value a fingerprint made under ``old`` stands for, when it is ``candidate`` (the
+    value declared at its place); None when it is not, or ``old`` is lost."""
+    if old is None or candidate is None or not sealed.matches(candidate, old):
+        return None
+    return candidate
+
+
+def shown_in_comment(value: object, limit: int = 200) -> str:
+    """A value on one line of ASCII, shortened to ``limit`` characters: no newline or line
+    separator it holds can end a YAML comment early (export's notes)."""
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -30,7 +30,6 @@ botctl manages attributes, the columns; contacts hold the data. It reads them fo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import math
@@ -38,12 +37,15 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botctl import contract
 from botctl.errors import BotctlError, ReadsUnavailable, ServiceError
 from botctl.plan import Operation
 from botctl.values import JsonValue
+
+if TYPE_CHECKING:
+    import asyncio
 
 PAGE_SIZE = contract.CONTACTS_PAGE_SIZE_MAX
 VERIFY_ROUNDS = 3  # copy passes a migration makes before it gives up on unmoved values
@@ -357,6 +359,8 @@ async def migrate(
     resumed = hooks.recorded(op)
     progress = resumed or Progress(source)  # conflicts and failures are found anew
     first = progress.page + 1 if resumed is not None else 1
+    import asyncio  # here: configurations load without the event loop's machinery
+
     gate = asyncio.Semaphore(max(1, concurrency))
     errors: dict[str, str] = {}
     for round_ in range(VERIFY_ROUNDS):
@@ -444,6 +448,8 @@ async def _copy(
     *,
     first: int,
 ) -> _Pass:
+    import asyncio
+
     result = _Pass()
     async for page, contacts, total in pages(client, op.bot.chatbot_id, first=first):
         progress.total = total

@@ -1,10 +1,14 @@
 """``ResourceKind``: the one interface every resource kind implements (``resources.registry``
 holds the kinds of a run).
 
-Everything above ``resources/`` that handles "each kind" (``models``, ``reconcile/*``,
-``service.live``, ``store.state``, ``render``) iterates ``registry.kinds()`` or looks a kind up
-by the ``resource`` a change, operation or dependency names (``registry.kind_of``): none of it
-branches on a kind's name, so a new kind is one module and one ``register`` call.
+Everything above ``resources/`` that handles "each kind" (``models``, ``config``: the document
+models, Defaults, ``render``'s view, revisions, export, where a secret may stand;
+``reconcile/*``: plans, drift, rollback, contact counts; ``service.live``, ``store``,
+``pipeline``: rekey; ``render``) iterates ``registry.kinds()`` or looks a kind up by the
+``resource`` a change, operation or dependency names (``registry.kind_of``): none of it
+branches on a kind's name (``tests/resources/test_registry.py`` reads all of ``src/`` outside
+``resources/`` and ``sandbox/`` for one), so a new kind is one module and one ``register``
+call.
 
 A kind never sees the containers of ``models``: it is handed ``Parts`` (a ``BotSpec``, a
 ``LiveBot``, a ``BotRecord``) and takes its own slices out of it by key (``part``). A part is
@@ -39,12 +43,39 @@ hook                          job
 ``state_keys`` / ``dump`` /   the kind's keys in a chatbot's state record; the format's first
 ``load``                      kinds (settings, attributes) are ``store.state``'s own model and
                               name none
+``has_sealed`` / ``rekey``    whether a record holds fingerprints; those fingerprints made again
+                              under a new state key (``botctl state rekey``)
+``previous`` / ``restore``    a rollback (``apply --test --rollback-on-failure``): what was known
+                              before the apply, and the operation that puts it back (None from
+                              ``previous``: never rolled back)
+``stranded`` /                contact reads (``reconcile.usage``): declarations the API cannot
+``archive_consent`` /         apply whose contacts' values to count; archives consented with
+``reads_contacts``            values; operations that read the contacts when applied
+============================  ==================================================================
+
+And for the configuration (``config/``), the kind's part of a ``Chatbot`` document:
+
+============================  ==================================================================
+hook                          job
+============================  ==================================================================
+``spec_fields``               its keys of ``spec`` (``SpecField``: type, default, description,
+                              and how a Defaults document gives it): the document models, and
+                              so the JSON Schema, are built from them (``config.document``)
+``from_spec``                 its validated keys -> its parts of a ``BotSpec``
+``secret_places`` /           where a ``${secret:...}`` may stand in its keys (a path under
+``may_hold_secret``           ``spec``), and those places in words, for the error elsewhere
+``section``                   its keys as the resolved document writes them (``botctl render``)
+``revision_values``           what a chatbot's configuration revision digests of it
+                              (``config.revision``: keys kept stable across versions)
+``export``                    its keys of a document made from what the service holds, and the
+                              comment lines saying what it could not export (``botctl export``)
 ============================  ==================================================================
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from botctl.plan import BotRef, Change, Dependency, Operation
@@ -54,6 +85,36 @@ from botctl.values import JsonValue
 
 # How a recorded value is known: read from the service, or only sent.
 Basis = Literal["verified", "sent"]
+
+
+# A place in a document, under its ``spec``: keys and list indexes.
+SpecPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """One key of a ``Chatbot`` document's ``spec`` that a kind declares.
+
+    ``annotation`` and ``field`` (a pydantic ``Field(...)``: default, description) are the
+    key's in a Chatbot document. ``defaults``, when a ``Defaults`` document may give it too:
+    its type and ``Field`` there (default None or empty), and how it reaches each chatbot the
+    document selects: ``"under"``, laid under the chatbot's own value (mappings field by field,
+    anything else replaced: the chatbot's own wins), or ``"added"``, a sequence whose items come
+    before the chatbot's own, each item once."""
+
+    annotation: Any
+    field: Any
+    defaults: tuple[Any, Any] | None = None
+    merge: Literal["under", "added"] = "under"
+
+
+@dataclass(frozen=True)
+class ExportedSection:
+    """A kind's keys of an exported document (values as read: ``config.export`` escapes them),
+    and comment lines (without their ``#``) naming what it could not export and why."""
+
+    values: dict[str, JsonValue]
+    notes: tuple[str, ...] = ()
 
 
 class Parts(Protocol):
@@ -201,4 +262,87 @@ class ResourceKind(Protocol):
     def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
         """This kind's parts from its ``state_keys`` of a record; ValueError when malformed
         (the message names the field)."""
+        ...
+
+    def has_sealed(self, record: Parts) -> bool:
+        """Whether the record holds a value of this kind known only by its fingerprint."""
+        ...
+
+    def rekey(
+        self,
+        record: MutableParts,
+        spec: Parts | None,
+        old: FingerprintKey | None,
+        new: FingerprintKey,
+    ) -> tuple[int, list[str]]:
+        """Make the record's fingerprints again under ``new``, in place: each one matched under
+        ``old`` against the value ``spec`` declares at its place (``resources.base.rekeyed``);
+        one that matches nothing (no ``spec``, a secret rotated, ``old`` lost: None) is
+        forgotten with the value it stood for, so the next plan sends it. Returns how many
+        moved and the places forgotten, as a reader names them (``settings styles.name``)."""
+        ...
+
+    # -- rollback -------------------------------------------------------------------------------
+    def previous(self, live: Parts | None, record: Parts | None) -> Any:
+        """What was known of this kind of a chatbot before an apply (read now, else recorded),
+        for ``restore``; None: this kind's changes are never rolled back."""
+        ...
+
+    def restore(
+        self, op: Operation, previous: Any
+    ) -> tuple[Operation | None, list[tuple[str, str]]]:
+        """The operation that puts back what ``op`` (applied) changed, from ``previous``
+        (None: nothing can be), and each (field, why) that cannot be."""
+        ...
+
+    # -- contacts -------------------------------------------------------------------------------
+    def stranded(self, spec: Parts, live: Parts | None) -> list[str]:
+        """The declared items the service holds in a form no request can change (an
+        attribute's type): the plan is refused, and these names are counted in the contacts
+        so the refusal says what the declaration would strand."""
+        ...
+
+    def archive_consent(self, spec: Parts) -> set[str]:
+        """The paths (``Change.path``) whose archive the declaration allows to retire the
+        values contacts carry (``archiveWithValues``)."""
+        ...
+
+    def reads_contacts(self, op: Operation) -> bool:
+        """Whether applying ``op`` reads the contacts (refused with ``--no-contact-reads``)."""
+        ...
+
+    # -- the configuration ----------------------------------------------------------------------
+    @property
+    def spec_fields(self) -> Mapping[str, SpecField]:
+        """Its keys of a Chatbot document's ``spec``, in the order documents write them."""
+        ...
+
+    @property
+    def secret_places(self) -> str:
+        """Where its keys may hold a ``${secret:...}``, in words ("" for nowhere)."""
+        ...
+
+    def may_hold_secret(self, path: SpecPath) -> bool:
+        """Whether a ``${secret:...}`` may stand at ``path`` (under ``spec``): only in values
+        it sends, masks and keeps as fingerprints, never in a name that identifies something."""
+        ...
+
+    def from_spec(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Its parts of a ``BotSpec``, from its keys of the resolved ``spec`` (validated:
+        ``Defaults`` and ``AttributeSet``s laid in)."""
+        ...
+
+    def section(self, spec: Parts) -> dict[str, JsonValue]:
+        """Its keys as the resolved document writes them (``botctl render``); a key whose
+        value is empty may be left out."""
+        ...
+
+    def revision_values(self, spec: Parts) -> dict[str, JsonValue]:
+        """What a chatbot's configuration revision digests of this kind ({} when it declares
+        nothing of it, so a new kind leaves every other chatbot's revision as it was)."""
+        ...
+
+    def export(self, live: Parts) -> ExportedSection:
+        """Its keys of the document ``botctl export`` writes for a chatbot read as ``live``:
+        only values `botctl validate` accepts; the rest named in its notes."""
         ...

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 
 from botctl import lint
 from botctl.plan import BotRef, Confidence, Dependency, Operation
-from botctl.resources.attributes import CustomAttribute, _change, _record, update_body
+from botctl.resources.attribute_model import (
+    RESOURCE,
+    CustomAttribute,
+    attribute_change,
+    attribute_record,
+    update_body,
+)
 from botctl.resources.base import BotPlan
 from botctl.resources.contacts import convertible
 from botctl.values import JsonValue
@@ -83,7 +89,7 @@ def plan_renames(
             continue  # done
         if observed is not None:
             out.depends_on.append(
-                Dependency(bot.chatbot_id, "attribute", source, old.to_json(), secret=False)
+                Dependency(bot.chatbot_id, RESOURCE, source, old.to_json(), secret=False)
             )
         out.operations.append(_operation(bot, attribute, old, new, confidence, secrets))
         if new is None:
@@ -138,14 +144,14 @@ def _operation(
     }
     shown = create if create is not None else new.to_json() if new is not None else {}
     after = {**shown, "renamedFrom": old.name}
-    change = _change(attribute.name, "rename", old.to_json(), after, confidence, secrets)
+    change = attribute_change(attribute.name, "rename", old.to_json(), after, confidence, secrets)
     old_record: dict[str, JsonValue] = {"name": old.name, "type": old.type, "archived": True}
     return Operation(
         bot,
         "migrate_attribute",
         attribute.name,
         body,
-        _record(attribute),
+        attribute_record(attribute),
         (change,),
         old_record,
         sends=(create is not None) + (body["archive"] is not None),

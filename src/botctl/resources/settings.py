@@ -10,6 +10,10 @@
   nested object is sent whole, as declared (whether the service merges it is unknown).
 - **State** (``fold``): top-level fields replace what was recorded.
 - **Rendering**: which changes may cut users off.
+- **Rollback** (``Previous``, ``restore_field``): the settings before an apply, put back whole
+  top-level field by field, or named not restorable.
+- **Export** (``split_observed``, ``export_notes``): what a document made from the service
+  declares, and what its comments say of the rest.
 - **The kind** (``SettingsKind``, ``KIND``): all of the above behind ``resources.kind``'s
   interface, as the registry hands it to every step of a run.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal, Protocol
 
@@ -37,8 +42,15 @@ from botctl.plan import (
     Dependency,
     Operation,
 )
-from botctl.resources.base import BotPlan, known_value
-from botctl.resources.kind import Basis, MutableParts, Parts
+from botctl.resources.base import BotPlan, known_value, rekeyed, shown_in_comment
+from botctl.resources.kind import (
+    Basis,
+    ExportedSection,
+    MutableParts,
+    Parts,
+    SpecField,
+    SpecPath,
+)
 from botctl.sealing import FingerprintKey, Sealed, holds_secret, mask_beside
 from botctl.values import (
     SECRET_MASK,
@@ -142,13 +154,13 @@ def camel(key: str) -> str:
 def known_fields(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The keys of ``model`` in ``record`` (either spelling), nulls dropped; a camelCase key
     wins over its snake_case twin, since it is the spelling the write uses."""
-    allowed = model.model_fields
+    allowed = _nested_fields(model)
     out: dict[str, Any] = {}
     for key, value in record.items():
         name = camel(key)
         if name not in allowed or value is None or (name in out and name != key):
             continue
-        nested = nested_model(allowed[name].annotation)
+        nested = allowed[name]
         if nested is not None:
             if not isinstance(value, Mapping):
                 continue  # not a shape we understand: not observable
@@ -159,6 +171,13 @@ def known_fields(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str,
             value = tuple(value)  # the models hold immutable sequences
         out[name] = value
     return out
+
+
+@functools.cache
+def _nested_fields(model: type[BaseModel]) -> dict[str, type[BaseModel] | None]:
+    """Each field of ``model``, and the model nested in it if any: worked out once per model
+    (live parsing asks of every record of every chatbot)."""
+    return {name: nested_model(info.annotation) for name, info in model.model_fields.items()}
 
 
 def nested_model(annotation: Any) -> type[BaseModel] | None:
@@ -405,6 +424,87 @@ def read_back_notes(op: Operation, observed: ChatbotSettings) -> list[str]:
     return notes
 
 
+# --- rollback -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Previous:
+    """One chatbot's settings leaves before an apply, by dotted path (read from the service,
+    else as the state recorded them); ``sealed``: the leaves recorded only as a secret's
+    fingerprint, whose value is not held."""
+
+    values: dict[str, JsonValue]
+    sealed: frozenset[str] = frozenset()
+
+
+_SEALED_REASON = "held a secret: botctl keeps only its fingerprint"
+
+
+def restore_field(name: str, sent: JsonValue, before: Previous) -> tuple[JsonValue, str | None]:
+    """The previous value of the top-level field ``name`` (sent as ``sent``), or why not: it
+    is restored whole (as apply sends it), only when every leaf sent under it was known."""
+    for path in flatten({name: sent}):
+        if path in before.sealed or isinstance(before.values.get(path), Sealed):
+            return None, _SEALED_REASON
+        if path not in before.values:
+            return None, "its previous value was never read nor recorded by botctl"
+    # A nested object is sent whole: the whole previous object, as far as it was known.
+    known = {
+        path: value
+        for path, value in before.values.items()
+        if path == name or path.startswith(name + ".")
+    }
+    if any(isinstance(value, Sealed) for value in known.values()):
+        return None, _SEALED_REASON
+    return unflatten(known)[name], None
+
+
+# --- export -------------------------------------------------------------------------------------
+
+UNLISTED_MODEL = (
+    "not in this botctl's model list; to manage it, set it under spec.settings and pass "
+    "--allow-unknown-models"
+)
+
+
+def split_observed(
+    observed: ChatbotSettings | None, refused: Refused
+) -> tuple[dict[str, JsonValue], dict[str, tuple[JsonValue, str]]]:
+    """The settings to declare, and those `validate` would refuse (value, why).
+
+    A nested object (styles, collectCustomerInformation) with a refused member is refused
+    whole: it is sent whole, so declaring only its valid members would overwrite the rest on
+    the next change.
+    """
+    declared = dict(observed.json_fields) if observed is not None else {}
+    refused = dict(refused)
+    for name in refused:
+        declared.pop(name, None)
+    model = declared.get("model")
+    if model is not None and model not in contract.SETTINGS_MODELS:
+        refused["model"] = (declared.pop("model"), UNLISTED_MODEL)
+    return declared, refused
+
+
+def export_notes(
+    declared: Mapping[str, JsonValue], refused: Mapping[str, tuple[JsonValue, str]]
+) -> list[str]:
+    """What an exported document says of the settings it does not declare."""
+    notes = []
+    unread = [n for n in ChatbotSettings.model_fields if n not in declared and n not in refused]
+    if unread:
+        notes.append("Not readable from the service, so not exported (add them to manage them):")
+        notes.append("  " + ", ".join(unread))
+    if refused:
+        notes.append(
+            "Held by the service but refused by `botctl validate`, so not exported (not managed):"
+        )
+        notes += [
+            f"  {n}: {shown_in_comment(value)}  ({why})" for n, (value, why) in refused.items()
+        ]
+    return notes
+
+
 # --- the kind -----------------------------------------------------------------------------------
 
 # What a sealed value that matches no candidate is compared and shown as: the mask itself, in
@@ -615,6 +715,107 @@ class SettingsKind:
 
     def load(self, document: Mapping[str, Any]) -> dict[str, Any]:
         return {}
+
+    def has_sealed(self, record: Parts) -> bool:
+        return bool(record.part("sealed_settings"))
+
+    def rekey(
+        self,
+        record: MutableParts,
+        spec: Parts | None,
+        old: FingerprintKey | None,
+        new: FingerprintKey,
+    ) -> tuple[int, list[str]]:
+        declared = spec.part("settings").leaves if spec is not None else {}
+        sealed: dict[str, Sealed] = record.part("sealed_settings")
+        verified: set[str] = record.part("verified_settings")
+        moved, forgotten = 0, []
+        for path, fingerprint in sorted(sealed.items()):
+            value = rekeyed(fingerprint, old, declared.get(path))
+            if value is None:
+                del sealed[path]
+                verified.discard(path)
+                forgotten.append(f"settings {path}")
+            else:
+                sealed[path] = new.seal(value)
+                moved += 1
+        return moved, forgotten
+
+    def previous(self, live: Parts | None, record: Parts | None) -> Previous:
+        values: dict[str, JsonValue] = {}
+        sealed: set[str] = set()
+        if record is not None:
+            values.update(record.part("settings").leaves)
+            sealed.update(record.part("sealed_settings"))
+        observed = live.part("settings") if live is not None else None
+        if observed is not None:
+            values.update(observed.leaves)
+            sealed.difference_update(observed.leaves)
+        return Previous(values, frozenset(sealed))
+
+    def restore(
+        self, op: Operation, previous: Any
+    ) -> tuple[Operation | None, list[tuple[str, str]]]:
+        before = previous if isinstance(previous, Previous) else Previous({})
+        body: dict[str, JsonValue] = {}
+        changes: list[Change] = []
+        missing: list[tuple[str, str]] = []
+        for name, sent in sorted(op.body.items()):
+            restored, why = restore_field(name, sent, before)
+            if why is not None:
+                missing.append((name, why))
+                continue
+            body[name] = restored
+            changes.append(Change(op.resource, name, "update", sent, restored, "verified"))
+        if not body:
+            return None, missing
+        return Operation(op.bot, op.kind, op.subject, body, body, tuple(changes)), missing
+
+    def stranded(self, spec: Parts, live: Parts | None) -> list[str]:
+        return []  # every setting can be written
+
+    def archive_consent(self, spec: Parts) -> set[str]:
+        return set()  # settings are never archived
+
+    def reads_contacts(self, op: Operation) -> bool:
+        return False
+
+    # -- the configuration ----------------------------------------------------------------------
+    spec_fields: Mapping[str, SpecField] = {
+        "settings": SpecField(
+            ChatbotSettings,
+            Field(
+                default_factory=ChatbotSettings,
+                description="Any subset of the writable settings; omitted fields are not managed.",
+            ),
+            defaults=(
+                ChatbotSettings | None,
+                Field(
+                    default=None,
+                    description="Settings for the matching chatbots; nested objects merge "
+                    "field by field with the chatbot's own.",
+                ),
+            ),
+        )
+    }
+    secret_places = "spec.settings"
+
+    def may_hold_secret(self, path: SpecPath) -> bool:
+        return path[:1] == ("settings",)
+
+    def from_spec(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {"settings": values["settings"]}
+
+    def section(self, spec: Parts) -> dict[str, JsonValue]:
+        return {"settings": spec.part("settings").json_fields}
+
+    def revision_values(self, spec: Parts) -> dict[str, JsonValue]:
+        return {"settings": spec.part("settings").json_fields}
+
+    def export(self, live: Parts) -> ExportedSection:
+        declared, refused = split_observed(live.part("settings"), live.part("refused") or {})
+        values: dict[str, JsonValue] = {"settings": declared} if declared else {}
+        return ExportedSection(values, tuple(export_notes(declared, refused)))
 
 
 KIND = SettingsKind()

@@ -94,7 +94,10 @@ class Reply:
             body = json.loads(self.content, parse_constant=_refuse_constant, parse_float=_finite)
         except RecursionError:  # the parser's own limit (~1000 levels): deeper still
             raise NestedTooDeep() from None
-        if _deeper_than(body, MAX_JSON_DEPTH):
+        # JSON cannot nest deeper than it has brackets: most answers (an attribute list) have
+        # too few to need the walk, and counting them is done in C.
+        brackets = self.content.count(b"[") + self.content.count(b"{")
+        if brackets > MAX_JSON_DEPTH and _deeper_than(body, MAX_JSON_DEPTH):
             raise NestedTooDeep()
         return body
 

@@ -55,7 +55,7 @@ from pydantic_core import from_json
 
 from botctl.errors import StateError
 from botctl.models import BotRecord, State
-from botctl.resources.attributes import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.preview import PreviewLease, from_iso
 from botctl.resources.registry import kinds, state_keys
 from botctl.resources.rollout import Rollout
@@ -182,11 +182,15 @@ def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> d
 
 def _tuples(value: Any) -> Any:
     """JSON arrays as tuples, at any depth (the models hold sequences as tuples, and are
-    strict)."""
+    strict). A mapping of plain values (an attribute's record) is kept as it is: fresh from
+    the parser, nothing else holds it, and a large state has a hundred thousand."""
     if isinstance(value, list):
         return tuple(_tuples(item) for item in value)
     if isinstance(value, dict):
-        return {key: _tuples(item) for key, item in value.items()}
+        for item in value.values():
+            if isinstance(item, list | dict):
+                return {key: _tuples(item) for key, item in value.items()}
+        return value
     return value
 
 
