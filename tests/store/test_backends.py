@@ -560,3 +560,56 @@ def test_an_apply_whose_lock_was_broken_loses_its_next_write(
     after = load_state(state.url)
     assert (after.lineage, after.serial) == ("intruder", 1)
     assert read_lock(state.url) is None  # the victim removed no lock but its own
+
+
+def test_a_writer_stopped_while_it_holds_the_directory_lock_holds_no_one_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A botctl process stopped (SIGSTOP) inside a compare-and-swap write keeps the state
+    directory's flock: another writer (a standby's takeover, a renewal) fails after a bounded
+    wait, writing nothing, where it waited for ever; once the holder goes, writes go on."""
+    from botctl.store.backends import path as path_backend
+
+    state_path = tmp_path / "state.json"
+    backend = open_backend(state_path)
+    version = backend.write(doc(1), None, "first")
+    holder = subprocess.Popen(
+        [
+            sys.executable, "-c",
+            "import fcntl, os, signal, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "os.kill(os.getpid(), signal.SIGSTOP)\n",
+            str(tmp_path),
+        ]
+    )  # fmt: skip
+    try:
+        until(lambda: _stopped(holder.pid), "the holder to stop holding the flock")
+        monkeypatch.setattr(path_backend, "FLOCK_WAIT", 0.3, raising=False)
+        outcome: list[BaseException | Any] = []
+        writer = threading.Thread(
+            target=lambda: outcome.append(_attempt(lambda: backend.write(doc(2), version, "m")))
+        )
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive(), "the write still waits on the stopped holder's flock"
+        [error] = outcome
+        assert isinstance(error, StateError)
+        assert "held its directory's lock" in str(error)
+        assert json.loads(state_path.read_text())["serial"] == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    assert backend.write(doc(2), version, "m")
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _attempt(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except BaseException as exc:  # the outcome is the test's to judge
+        return exc

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,10 @@ from botctl.store.backend import (
     Version,
 )
 from botctl.store.files import create_file, read_bytes_if_any, write_atomically
+
+# Seconds a write waits for another botctl's compare-and-swap on the same directory (held
+# for a few milliseconds by a process that runs).
+FLOCK_WAIT = 10.0
 
 
 def lock_path_for(state_path: Path) -> Path:
@@ -107,10 +112,31 @@ class PathBackend(StateBackend):
         except OSError as exc:
             raise StateError(f"cannot use the directory of {self.where}: {exc.strerror}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._flock(fd)
             yield
         finally:
             os.close(fd)  # closing releases the flock
+
+    def _flock(self, fd: int) -> None:
+        """The directory's flock within ``FLOCK_WAIT`` seconds. Never a blocking wait: a
+        process stopped while it holds the flock (SIGSTOP, a frozen container) would hold
+        every other botctl of this machine with it, a standby's takeover included; past the
+        wait, this write or renewal fails (and the agent's cycle backs off and tries again)."""
+        deadline = time.monotonic() + FLOCK_WAIT
+        pause = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StateError(
+                        f"cannot write {self.where}: another botctl process on this machine has "
+                        f"held its directory's lock for over {FLOCK_WAIT:g} s (a process "
+                        "stopped or frozen while writing?); nothing was written"
+                    ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def create_lock(self, info: LockInfo) -> bool:
         try:
