@@ -109,6 +109,12 @@ UNREADABLE = (
         ("truncated", UNREADABLE.replace("{why}", "not complete JSON")),
         ("dropped", UNREADABLE.replace("{why}", "malformed envelope")),
         ("content", "{where} is an encrypted 'statE', not a state"),
+        (
+            "kdf",
+            UNREADABLE.replace(
+                "{why}", "its key derivation parameters n=16384, r=8, p=1 are not botctl's"
+            ),
+        ),
     ],
 )
 def test_an_altered_encrypted_state_is_refused(
@@ -127,6 +133,8 @@ def test_an_altered_encrypted_state_is_refused(
         altered = text.replace('"content": "state"', '"content": "statE"')
     elif where == "truncated":
         altered = text[: len(text) // 2]
+    elif where == "kdf":  # a cheaper derivation, as an attacker would make it
+        altered = json.dumps({**data, "kdf": {**data["kdf"], "n": 2**14}})
     else:
         altered = json.dumps({k: v for k, v in data.items() if k != "nonce"})
     rewrite(state.url, altered)

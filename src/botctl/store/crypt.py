@@ -155,6 +155,10 @@ def decrypt(
     else:
         cipher = derive(state_key, salt, n, r, p)
     if not hmac.compare_digest(cipher.check, check):
+        if (n, r, p) != (KDF_N, KDF_R, KDF_P):
+            # A key that opens nothing under parameters botctl never writes: the parameters
+            # were changed (a wrong key under botctl's own parameters is said as such).
+            raise broken(f"its key derivation parameters n={n}, r={r}, p={p} are not botctl's")
         raise DecryptError(
             f"the state key is not the key {where} was encrypted with; nothing was changed ({hint})"
         )
