@@ -265,8 +265,14 @@ def _value(value: Any) -> str:
 
 def _entry_words(item: dict[str, Any]) -> str:
     words = f"    {item['class']} {item['resource']} {item['path']}"
+    if item["class"] in ("unmanaged", "missing"):
+        return words
     if "live" in item or "desired" in item:
-        words += f": live {_value(item.get('live'))} · desired {_value(item.get('desired'))}"
+        unread = item.get("live") is None and item.get("confidence") in ("assumed", "unknown")
+        live = "unknown (not readable)" if unread else _value(item.get("live"))
+        words += f": live {live} · desired {_value(item.get('desired'))}"
+    if item.get("lastApplied") is not None:
+        words += f" · last applied {_value(item['lastApplied'])}"
     if item.get("reason"):
         words += f": {item['reason']}"
     return words
