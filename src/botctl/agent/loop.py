@@ -413,8 +413,6 @@ class Agent:
                 )
                 if changed:
                     await self._remember_applied(revision, changed)
-            elif hold is not None and (new or heal or reassert):
-                self._held(record, hold)
                 if applied_ok:
                     if new:
                         self.status.applied_revision = revision.id
@@ -425,6 +423,8 @@ class Agent:
                     return
                 report = await self._drift(ws)
                 self.status.ready = True
+            elif hold is not None and (new or heal or reassert):
+                self._held(record, hold)
             assert report is not None
             self._statuses(report, revision, failures)
             if record.failed:  # every failed operation is in failures too

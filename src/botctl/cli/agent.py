@@ -444,7 +444,7 @@ def run_agent(o: AgentOptions) -> int:
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
     if not access.loopback and not access.configured:
         log.warning(
-            "listen",
+            "control",
             f"--listen {o.listen[0]} is beyond loopback and {o.control_token_env} is unset: "
             "/status and the page answer 401 and the control API is off until the agent is "
             "started with a control token",
