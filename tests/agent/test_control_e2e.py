@@ -207,10 +207,10 @@ def test_the_control_token_guards_steering_and_the_status(bench: Bench, agents: 
         assert basic.status_code == 401
     doc = agent.status()
     assert (newest(doc), doc["pendingCycle"], doc["suspended"]) == (1, None, None)
-    refused = metric(
+    unauthorized = metric(
         agent, "botctl_agent_control_requests_total", action="sync", result="unauthorized"
     )
-    assert refused == 3
+    assert unauthorized == 3
 
     synced = steer(agent, "sync")
     assert synced.exit_code == 0, synced.output
@@ -262,7 +262,7 @@ def test_off_loopback_without_a_token_the_status_is_closed(bench: Bench, agents:
 
 
 def healed(doc: dict[str, Any]) -> bool:
-    return by_id(doc)["bot-1"]["status"] == "Synced"
+    return bool(by_id(doc)["bot-1"]["status"] == "Synced")
 
 
 def test_suspend_holds_healing_across_a_restart_until_resumed(
@@ -388,4 +388,102 @@ def test_a_deny_window_holds_applying_and_an_override_applies_once(
     assert bench.writes() == []
     assert settings_of(bench)["temp"] == 0.2
     assert_never_shown(agent)
+    assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_a_suspension_holds_when_the_standby_takes_over(bench: Bench, agents: list[Any]) -> None:
+    """Two replicas on one state: control goes to the lease holder (the standby answers 503
+    naming it); suspended there, the standby that takes the lease over when the holder dies
+    is suspended too."""
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="model: gpt-4o-mini"))
+    flags = ("--auto-apply", "--self-heal", "--interval", "0.3s", "--lease", "3s")
+    first = start(bench, *flags)
+    agents.append(first)
+    first.wait_for(lambda d: d["appliedRevision"] and healed(d), what="first sync")
+    second = start(bench, *flags, "--cache-dir", str(bench.workdir / "cache-2"))
+    agents.append(second)
+    second.wait_for(lambda d: d["role"] == "standby", what="the second standing by")
+
+    refused = steer(second, "suspend", "--reason", "wrong replica")
+    assert refused.exit_code == 1
+    assert "503: this replica is standby" in refused.output
+    assert "control goes to the lease holder (the lease holder: pid" in refused.output
+    said = steer(first, "suspend", "--reason", "freeze", "--by", "carol")
+    assert "Written to the state." in said.output, said.output
+
+    first.kill()  # SIGKILL: the lease lapses, the standby takes over
+    doc = second.wait_for(
+        lambda d: d["role"] == "active" and newest(d) >= 1 and idle(d), 60, "the takeover"
+    )
+    assert doc["suspended"]["by"] == "carol"
+    bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
+    doc = second.wait_for(lambda d: by_id(d)["bot-1"]["status"] == "Drifted", what="drift")
+    seen = newest(doc)
+    second.wait_for(lambda d: newest(d) >= seen + 3, what="three more cycles")
+    assert settings_of(bench)["model"] == "gpt-5-mini"  # not healed
+    assert second.stop(signal.SIGTERM) == 0
+
+
+def test_the_page_in_headless_chromium_shows_holds_and_the_diff(
+    bench: Bench, agents: list[Any], tmp_path: Path
+) -> None:
+    """The status page behind the token (Basic authentication, as a browser sends it): the
+    suspension and deny window banners, the refused revision's banner with its error, each
+    chatbot's values out of sync under its row, the last applied revision."""
+    import subprocess
+
+    from tests.tools import need
+
+    browser = need("chromium", "chromium-browser", install="apt-get install -y chromium")
+    bench.create_bot("bot-1", account=KEY, settings={"model": "gpt-5-mini"})
+    bench.create_bot("bot-2", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="model: gpt-4o-mini"))
+    bench.write("sales.yaml", bot_yaml("sales", "bot-2", settings="temp: 0.3"))
+    window, _ = covering_now("America/New_York")
+    agent = start(bench, "--auto-apply", "--interval", "0.3s", "--deny-window", window)
+    agents.append(agent)
+    agent.wait_for(lambda d: newest(d) >= 1, what="the first cycle")
+    suspended = steer(agent, "suspend", "--reason", "<b>quiet</b> please", "--by", "dave")
+    assert suspended.exit_code == 0, suspended.output
+    bench.write("sales.yaml", "apiVersion: botctl/v1\nkind: Chatbot\nmetadata: {name: sales}\n")
+    agent.wait_for(lambda d: d["invalidRevision"] is not None, what="the invalid revision")
+    assert (
+        metric(
+            agent,
+            "botctl_agent_invalid_revision",
+            revision=agent.status()["invalidRevision"]["revision"],
+        )
+        == 1
+    )
+    flags = ["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run"]
+    profile = f"--user-data-dir={tmp_path / 'chromium'}"
+    url = f"http://viewer:{TOKEN}@127.0.0.1:{agent.port}/"
+    dom = subprocess.run(
+        [browser, *flags, profile, "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    shot = tmp_path / "page.png"
+    subprocess.run(
+        [browser, *flags, profile, f"--screenshot={shot}", "--window-size=1400,1000", url],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert '<tr class="chatbot" data-chatbot-id="bot-1">' in dom, dom[:2000]
+    assert 'id="suspended"' in dom
+    assert "&lt;b&gt;quiet&lt;/b&gt; please" in dom  # escaped, not markup
+    assert 'id="window"' in dom
+    assert window in dom
+    assert 'id="invalid"' in dom
+    assert "spec" in dom  # the refused revision's error names what is missing
+    assert '<tr class="diff" data-chatbot-id="bot-1">' in dom
+    assert "gpt-5-mini" in dom
+    assert "gpt-4o-mini" in dom
+    assert "<script" not in dom
+    assert_never_shown(agent, dom)
     assert agent.stop(signal.SIGTERM) == 0

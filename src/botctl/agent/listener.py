@@ -178,7 +178,7 @@ class Control:
             return "unauthorized", refusal(refused)
         if self.status.role != "active":
             doc = {
-                "error": f"this replica is {self.status.role}: the lease holder is steered",
+                "error": f"this replica is {self.status.role}: control goes to the lease holder",
                 "leaseHolder": self.status.lease_holder,
             }
             return "standby", JSONResponse(doc, 503, headers={"Retry-After": "1"})

@@ -25,7 +25,7 @@ body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1f2328}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}.status{font-weight:600;color:#fff;border-radius:1em;padding:.1rem .6rem}
-code{font-size:.9em}.error{color:#cf222e;white-space:pre-wrap}
+code{font-size:.9em}.error{color:#cf222e;white-space:pre-wrap}.held{color:#9a6700}
 .banner{border:1px solid;border-radius:.4rem;padding:.6rem .8rem;white-space:pre-wrap}
 .banner.hold{background:#fff8c5;border-color:#d4a72c}
 .banner.error{background:#ffebe9;border-color:#ff8182}
@@ -147,17 +147,19 @@ def _chatbots(doc: dict[str, Any]) -> str:
 def _cycles(doc: dict[str, Any]) -> str:
     cycles = []
     for cycle in doc["cycles"]:
-        note = cycle.get("error") or cycle.get("held")
+        note, kind = cycle.get("error"), "error"
         override = cycle.get("windowOverride")
-        if override:
-            note = f"deny window overridden: {override.get('reason')}"
+        if not note and override:
+            note, kind = f"deny window overridden: {override.get('reason')}", "held"
+        elif not note:
+            note, kind = cycle.get("held"), "held"
         cycles.append(
             f'<tr class="cycle"><td>{cycle["number"]}</td><td>{_text(cycle["started"])}</td>'
             f"<td>{_text(cycle['trigger'])}</td><td>{_text(cycle['result'])}</td>"
             f"<td><code>{_short(cycle['revision'])}</code></td>"
             f"<td>{cycle['applied']}</td><td>{cycle['failed']}</td>"
             f"<td>{cycle['durationSeconds']}</td>"
-            f'<td class="error">{_text(note)}</td></tr>'
+            f'<td class="{kind}">{_text(note)}</td></tr>'
         )
     return "".join(cycles)
 
