@@ -50,6 +50,7 @@ from botctl.store.lock import Lease, LeasedBackend
 
 Trigger = Literal["start", "interval", "webhook", "retry", "control"]
 HEALABLE = ("changed_outside", "conflict")
+STATE_WRITES_GRACE = 5.0  # seconds a stopping agent waits for its record's writes in line
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,9 @@ class Agent:
                 why = await self._wait()
         finally:
             self.status.role = "stopping"
+            with contextlib.suppress(Exception):  # the agent's record queued: written first
+                async with asyncio.timeout(STATE_WRITES_GRACE), self.state_writes:
+                    pass
             await asyncio.to_thread(self.lease.release)
             self.status.refresh_gauges()
 
