@@ -191,6 +191,21 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self._steering_metrics(r)
+        for result in CYCLE_RESULTS:
+            self.cycles.labels(result=result)
+        for result in WEBHOOK_RESULTS:
+            self.webhooks.labels(result=result)
+        for reason in CLOSE_REASONS:
+            self.connections_closed.labels(reason=reason)
+        for status in STATUSES:
+            self.chatbots.labels(status=status).set(0)
+        for drift_class in DRIFT_CLASSES:
+            self.drift.labels(drift_class=drift_class).set(0)
+        self.revision.info({"revision": "", "source": ""})
+
+    def _steering_metrics(self, r: CollectorRegistry) -> None:
+        """What holds applying, the refused revision, the control API's requests."""
         self.invalid_revision = Gauge(
             "botctl_agent_invalid_revision",
             "1 while the newest revision (the label) is refused as invalid and the last good one "
@@ -219,17 +234,6 @@ class Metrics:
             for outcome in CONTROL_RESULTS:
                 self.control.labels(action=action, result=outcome)
         self.invalid_revision.labels(revision="").set(0)
-        for result in CYCLE_RESULTS:
-            self.cycles.labels(result=result)
-        for result in WEBHOOK_RESULTS:
-            self.webhooks.labels(result=result)
-        for reason in CLOSE_REASONS:
-            self.connections_closed.labels(reason=reason)
-        for status in STATUSES:
-            self.chatbots.labels(status=status).set(0)
-        for drift_class in DRIFT_CLASSES:
-            self.drift.labels(drift_class=drift_class).set(0)
-        self.revision.info({"revision": "", "source": ""})
 
     def count_requests(self, stats: RequestStats) -> None:
         for (operation, status), count in stats.responses.items():

@@ -389,7 +389,7 @@ def run_agent(o: AgentOptions) -> int:
     from botctl.agent.log import Log, Redactor
     from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.notify import Notifier
-    from botctl.agent.source import TOKEN_VARIABLE, RevisionLimits, open_source
+    from botctl.agent.source import RevisionLimits, open_source
     from botctl.agent.status import AgentStatus
     from botctl.store.backend import redact
     from botctl.store.backends import open_backend
@@ -408,13 +408,7 @@ def run_agent(o: AgentOptions) -> int:
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
     secrets: set[str] = set()
-    own = {
-        TOKEN_VARIABLE,
-        STATE_KEY_ENV,
-        OLD_STATE_KEY_ENV,
-        o.control_token_env,
-        *([secret_env] if secret_env else []),
-    }
+    own = _own_secrets(o)
     redactor = Redactor(os.environ, {DEFAULT_API_KEY_ENV, *own}, secrets)
     log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
     limits = RevisionLimits(o.max_revision_files, total_bytes=o.max_revision_bytes)
@@ -443,12 +437,7 @@ def run_agent(o: AgentOptions) -> int:
     make_workspace = _workspaces(o, environ, secrets)
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
     if not access.loopback and not access.configured:
-        log.warning(
-            "control",
-            f"--listen {o.listen[0]} is beyond loopback and {o.control_token_env} is unset: "
-            "/status and the page answer 401 and the control API is off until the agent is "
-            "started with a control token",
-        )
+        log.warning("control", _unguarded(o))
     _serve(o, runner, redact(os.fspath(state)), access)
     sys.stderr.flush()
     return EXIT_OK
@@ -553,6 +542,29 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     deadline.arm()
     systemd.send("STOPPING=1")
     runner.request_stop(signum)
+
+
+def _own_secrets(o: AgentOptions) -> set[str]:
+    """The variables of the agent's own secrets: masked everywhere, never exposed to a
+    revision's files."""
+    from botctl.agent.source import TOKEN_VARIABLE
+
+    secret_env = o.webhook_secret_env
+    return {
+        TOKEN_VARIABLE,
+        STATE_KEY_ENV,
+        OLD_STATE_KEY_ENV,
+        o.control_token_env,
+        *([secret_env] if secret_env else []),
+    }
+
+
+def _unguarded(o: AgentOptions) -> str:
+    return (
+        f"--listen {o.listen[0]} is beyond loopback and {o.control_token_env} is unset: "
+        "/status and the page answer 401 and the control API is off until the agent is "
+        "started with a control token"
+    )
 
 
 def _access(o: AgentOptions) -> Access:
