@@ -62,7 +62,7 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
 if TYPE_CHECKING:
     from botctl.agent.auth import Access
     from botctl.agent.log import Log
-    from botctl.agent.loop import Agent
+    from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.sdnotify import SystemdNotifier
     from botctl.config.project import Project
 
@@ -387,7 +387,7 @@ def run_agent(o: AgentOptions) -> int:
     """
     from botctl.agent.control import Controls
     from botctl.agent.log import Log, Redactor
-    from botctl.agent.loop import Agent, AgentSettings
+    from botctl.agent.loop import Agent
     from botctl.agent.notify import Notifier
     from botctl.agent.source import RevisionLimits, open_source
     from botctl.agent.status import AgentStatus
@@ -423,15 +423,7 @@ def run_agent(o: AgentOptions) -> int:
     # A revision's files read only the variables the operator exposes, never the agent's own
     # secrets (the webhook's included): README, Trust.
     environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
-    settings = AgentSettings(
-        interval=o.interval.total_seconds(),
-        auto_apply=o.auto_apply,
-        self_heal=o.self_heal,
-        reassert_every=_seconds(o.reassert_every),
-        backoff_max=o.backoff_max.total_seconds(),
-        drain_timeout=o.drain_timeout,
-        acknowledged=o.acknowledged_file,
-    )
+    settings = _settings(o)
     lease = Lease(state, duration=o.lease.total_seconds())
     notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
     make_workspace = _workspaces(o, environ, secrets)
@@ -542,6 +534,20 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     deadline.arm()
     systemd.send("STOPPING=1")
     runner.request_stop(signum)
+
+
+def _settings(o: AgentOptions) -> AgentSettings:
+    from botctl.agent.loop import AgentSettings
+
+    return AgentSettings(
+        interval=o.interval.total_seconds(),
+        auto_apply=o.auto_apply,
+        self_heal=o.self_heal,
+        reassert_every=_seconds(o.reassert_every),
+        backoff_max=o.backoff_max.total_seconds(),
+        drain_timeout=o.drain_timeout,
+        acknowledged=o.acknowledged_file,
+    )
 
 
 def _own_secrets(o: AgentOptions) -> set[str]:
