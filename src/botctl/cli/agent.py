@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 from click.core import ParameterSource
 
-from botctl.cli.agent_control import CONTROL_TOKEN_ENV, VERBS
+from botctl.cli.agent_control import VERBS, control_token_option
 from botctl.cli.drift import Duration
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
@@ -328,14 +328,10 @@ class AgentOptions:
     metavar="SECONDS",
     help="How often the status page reloads itself.",
 )
-@click.option(
-    "--control-token-env",
-    metavar="VAR",
-    default=CONTROL_TOKEN_ENV,
-    show_default=True,
-    help="Variable holding the control token (16 characters or more): botctl agent sync, "
+@control_token_option(
+    "Variable holding the control token (16 characters or more): botctl agent sync, "
     "suspend and resume need it as a bearer token; /status and the page need it too once it "
-    "is set, and always when --listen is not on loopback (unset there: 401).",
+    "is set, and always when --listen is not on loopback (unset there: 401)."
 )
 @click.option(
     "--deny-window",

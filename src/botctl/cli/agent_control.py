@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -17,6 +17,7 @@ from botctl.cli.drift import Duration
 from botctl.cli.options import group, stack, takes
 from botctl.errors import EXIT_ERROR, EXIT_OK
 
+F = TypeVar("F", bound=Callable[..., Any])
 CONTROL_TOKEN_ENV = "BOTCTL_CONTROL_TOKEN"
 AGENT_URL_ENV = "BOTCTL_AGENT_URL"
 DEFAULT_URL = "http://127.0.0.1:9464"
@@ -29,13 +30,15 @@ def _url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-CONTROL_TOKEN_OPTION = click.option(
-    "--control-token-env",
-    metavar="VAR",
-    default=CONTROL_TOKEN_ENV,
-    show_default=True,
-    help="Variable holding the control token (the agent's own).",
-)
+def control_token_option(help: str) -> Callable[[F], F]:
+    """``--control-token-env``, on the loop and on every verb (with its help)."""
+    return click.option(
+        "--control-token-env",
+        metavar="VAR",
+        default=CONTROL_TOKEN_ENV,
+        show_default=True,
+        help=help,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +58,7 @@ remote_options = stack(
         callback=_url,
         help=f"The agent's listener (or the Service in front of its replicas; {AGENT_URL_ENV}).",
     ),
-    CONTROL_TOKEN_OPTION,
+    control_token_option("Variable holding the control token (the agent's own)."),
     click.option(
         "--format",
         "output",
