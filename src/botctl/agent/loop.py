@@ -545,8 +545,12 @@ class Agent:
 
         try:
             await self.persist(change, f"botctl agent: {revision.short} applied")
-        except BotctlError as exc:
-            self.log.error("state", f"the chatbots' last applied revision was not recorded: {exc}")
+        except Exception as exc:  # the apply succeeded: its cycle does not fail for this
+            self.log.error(
+                "state",
+                f"the chatbots' last applied revision was not recorded: {type(exc).__name__}: "
+                f"{self._words(str(exc))}",
+            )
 
     async def _apply(
         self, ws: Workspace, record: CycleRecord, failures: dict[str, str], changed: set[str]
