@@ -539,9 +539,12 @@ class Agent:
         failed write is said and kept in memory: the apply itself succeeded)."""
         found = LastApplied(revision.id, iso(datetime.now(UTC)))
         self.status.applied.update(dict.fromkeys(chatbots, found))
+        current = set(self.status.bots)
 
         def change(record: AgentRecord) -> None:
             record.applied.update(dict.fromkeys(chatbots, found))
+            for gone in set(record.applied) - current:  # chatbots the configuration dropped
+                del record.applied[gone]
 
         try:
             await self.persist(change, f"botctl agent: {revision.short} applied")
