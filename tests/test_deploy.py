@@ -35,7 +35,6 @@ from tests.tools import need
 ROOT = Path(__file__).parents[1]
 DEPLOY = ROOT / "docs" / "deploy"
 UNIT = DEPLOY / "systemd" / "botctl-agent.service"
-CONTROL_TOKEN = "BOTCTL_CONTROL_TOKEN"  # reserved: the control token of issue #26
 
 
 def agent_params(args: list[str]) -> dict[str, Any]:
@@ -49,14 +48,13 @@ def agent_params(args: list[str]) -> dict[str, Any]:
 
 
 def variables_read(params: dict[str, Any]) -> set[str]:
-    """The secrets an agent started with ``params`` reads from its environment (and the
-    control token's, reserved)."""
+    """The secrets an agent started with ``params`` reads from its environment."""
     return {
         DEFAULT_API_KEY_ENV,
         params["webhook_secret_env"],
         TOKEN_VARIABLE,
         STATE_KEY_ENV,
-        CONTROL_TOKEN,
+        params["control_token_env"],
     }
 
 

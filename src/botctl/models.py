@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from botctl.defaults import DEFAULT_API_KEY_ENV
 from botctl.errors import StateError
 from botctl.plan import BotRef, Operation
+from botctl.resources.agentrecord import AgentRecord
 from botctl.resources.attribute_model import CustomAttribute, interned
 from botctl.resources.attributes import OffContract
 from botctl.resources.attributes import secret_location as attribute_secret_location
@@ -256,6 +257,9 @@ class State:
     rollout: dict[str, Rollout] = field(default_factory=dict)
     # Preview chatbots leased to pull requests (``resources.preview``), by chatbot id.
     previews: dict[str, PreviewLease] = field(default_factory=dict)
+    # botctl agent's suspension and each chatbot's last applied revision
+    # (``resources.agentrecord``).
+    agent: AgentRecord = field(default_factory=AgentRecord)
 
     def protect(self, secrets: Iterable[str], locations: Mapping[str, set[str]]) -> None:
         """Values to write only as fingerprints: any holding one of ``secrets``, and any at

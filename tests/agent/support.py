@@ -127,7 +127,17 @@ class Receiver:
 class AgentProcess:
     """``botctl agent`` as a child process, its listener on a free loopback port."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, **popen: Any) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        token: str | None = None,
+        **popen: Any,
+    ) -> None:
+        """``token``: the control token the status is read with (None: none sent)."""
+        self.token = token
         args = ["agent", "--listen", "127.0.0.1:0", "--log-format", "json", *argv]
         self.proc = launch.start(
             *args,
@@ -170,6 +180,8 @@ class AgentProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        if self.token is not None:
+            kwargs.setdefault("headers", {"Authorization": f"Bearer {self.token}"})
         return httpx.get(self.url + path, timeout=10, **kwargs)
 
     def poll(

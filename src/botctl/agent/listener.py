@@ -7,7 +7,11 @@
   (ready to take it over); 503 while starting and stopping. The service's health is not
   readiness: it is in ``/status`` and ``/metrics``;
 - ``GET /metrics``: Prometheus text format (``status.Metrics``);
-- ``GET /status``: the agent's status as JSON; ``GET /``: the status page;
+- ``GET /status``: the agent's status as JSON; ``GET /``: the status page (both behind the
+  control token whenever one is configured or the listener is not on loopback: ``auth``);
+- ``POST /control/sync``, ``/control/suspend``, ``/control/resume``: ``botctl agent sync``
+  and the others (``steering``), with the control token as a bearer token, on the active
+  replica (a standby answers 503 naming the lease holder);
 - ``POST /hooks/git``: a push triggers a cycle (``hooks``): credentials judged from the headers
   before any body is read, the body read under a deadline and a size cap, a delivery seen
   before acknowledged and ignored, a standby answering 503 (a proxy retries the other
@@ -37,13 +41,21 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from botctl.agent import hooks
+from botctl.agent.auth import Access, Refusal
 from botctl.agent.guard import ConnectionGuard
 from botctl.agent.hosts import AllowedHosts
 from botctl.agent.log import Redactor
 from botctl.agent.page import render_page
-from botctl.agent.status import AgentStatus
+from botctl.agent.status import CONTROL_ACTIONS, AgentStatus
+from botctl.agent.steering import Conflict, Steering
+from botctl.agent.steering import Request as ControlRequest
+from botctl.values import json_controls_escaped
 
 MAX_HOOK_BYTES = 1 << 20  # a push's body; GitHub caps its payloads at 25 MB, pushes are small
+MAX_CONTROL_BYTES = 16 * 1024  # a control request's body: a reason and a name
+MAX_REASON = 1000  # characters of a control request's reason
+MAX_BY = 200  # characters of who sent it
+OPEN_ACCESS = Access(None, loopback=True, variable="BOTCTL_CONTROL_TOKEN")
 BODY_TIMEOUT = 10.0  # seconds to receive a webhook's whole body
 HEAD_TIMEOUT = 10.0  # seconds to receive a request's line and headers
 KEEP_ALIVE = 5.0  # seconds an idle kept-alive connection stays open (uvicorn's default)
@@ -67,9 +79,11 @@ def make_app(
     refresh: int,
     allowed_hosts: AllowedHosts,
     body_timeout: float = BODY_TIMEOUT,
+    access: Access = OPEN_ACCESS,
+    steering: Steering | None = None,
 ) -> Starlette:
     def redacted(doc: Any, code: int = 200) -> Response:
-        text = redact(json.dumps(doc, ensure_ascii=False, default=str))
+        text = redact(json_controls_escaped(json.dumps(doc, ensure_ascii=False, default=str)))
         return Response(text, status_code=code, media_type="application/json")
 
     async def healthz(request: Request) -> Response:
@@ -94,13 +108,23 @@ def make_app(
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     async def status_json(request: Request) -> Response:
+        refused = access.reads(request.headers)
+        if refused is not None:
+            return refusal(refused)
         return redacted(status.to_document())
 
     async def page(request: Request) -> Response:
-        html = redact(render_page(status.to_document(), refresh))
+        refused = access.reads(request.headers)
+        if refused is not None:
+            return refusal(refused)
+        # Every text redacted before it is escaped as HTML (a key holding "&" would not be
+        # recognised once escaped), and the page once more as a whole.
+        shown = redact(json.dumps(status.to_document(), ensure_ascii=False, default=str))
+        html = redact(render_page(json.loads(shown), refresh))
         return Response(html, media_type="text/html; charset=utf-8")
 
     webhook = Webhook(status, trigger, webhook_secret, branch, body_timeout)
+    control = Control(status, access, steering, body_timeout, redacted)
     return Starlette(
         routes=[
             Route("/healthz", healthz),
@@ -109,9 +133,97 @@ def make_app(
             Route("/status", status_json),
             Route("/", page),
             Route("/hooks/git", webhook.endpoint, methods=["POST"]),
+            Route("/control/{action}", control.endpoint, methods=["POST"]),
         ],
         middleware=[Middleware(HostCheck, allowed=allowed_hosts)],
     )
+
+
+def refusal(refused: Refusal) -> Response:
+    headers = {"WWW-Authenticate": refused.challenge} if refused.challenge else None
+    return JSONResponse({"error": refused.message}, status_code=refused.code, headers=headers)
+
+
+class Control:
+    """``POST /control/{sync,suspend,resume}``: the token first (before any body is read),
+    then the replica's role, then the body (JSON: ``by``, ``reason``, ``overrideWindow``)."""
+
+    def __init__(
+        self,
+        status: AgentStatus,
+        access: Access,
+        steering: Steering | None,
+        body_timeout: float,
+        respond: Callable[[Any, int], Response],
+    ) -> None:
+        self.status = status
+        self.access = access
+        self.steering = steering
+        self.body_timeout = body_timeout
+        self.respond = respond
+
+    async def endpoint(self, request: Request) -> Response:
+        action = request.path_params["action"]
+        if action not in CONTROL_ACTIONS or self.steering is None:
+            return JSONResponse({"error": f"no control action {action[:40]!r}"}, 404)
+        result, response = await self.handle(request, action, self.steering)
+        self.status.metrics.control.labels(action=action, result=result).inc()
+        return response
+
+    async def handle(
+        self, request: Request, action: str, steering: Steering
+    ) -> tuple[str, Response]:
+        refused = self.access.control(request.headers)
+        if refused is not None:
+            return "unauthorized", refusal(refused)
+        if self.status.role != "active":
+            doc = {
+                "error": f"this replica is {self.status.role}: control goes to the lease holder",
+                "leaseHolder": self.status.lease_holder,
+            }
+            return "standby", JSONResponse(doc, 503, headers={"Retry-After": "1"})
+        try:
+            body = await read_body(request, MAX_CONTROL_BYTES, self.body_timeout)
+            asked = control_request(body, request.client.host if request.client else None)
+            doc = await getattr(steering, action)(asked)
+        except Refused as exc:
+            return "invalid", JSONResponse({"error": exc.message}, exc.code)
+        except Conflict as exc:
+            return "invalid", JSONResponse({"error": str(exc)}, 409)
+        return "done", self.respond(doc, 202 if action == "sync" else 200)
+
+
+def control_request(body: bytes, peer: str | None) -> ControlRequest:
+    """A control request's JSON body (empty: no field), checked: 400 naming the field."""
+    try:
+        found = json.loads(body) if body.strip() else {}
+    except ValueError:
+        raise Refused(400, "the body is not JSON") from None
+    if not isinstance(found, dict):
+        raise Refused(400, "the body is not a JSON object")
+    unknown = sorted(set(found) - {"by", "reason", "overrideWindow"})
+    if unknown:
+        raise Refused(400, f"unknown field {unknown[0][:40]!r}: by, reason, overrideWindow")
+    override = found.get("overrideWindow", False)
+    if not isinstance(override, bool):
+        raise Refused(400, "overrideWindow: true or false")
+    return ControlRequest(
+        by=_text_field(found, "by", MAX_BY),
+        reason=_text_field(found, "reason", MAX_REASON),
+        override_window=override,
+        peer=peer,
+    )
+
+
+def _text_field(found: dict[str, Any], name: str, limit: int) -> str | None:
+    value = found.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise Refused(400, f"{name}: text of at most {limit} characters")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        raise Refused(400, f"{name}: no control characters")
+    return value.strip() or None
 
 
 class Webhook:

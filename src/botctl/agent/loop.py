@@ -28,6 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from botctl.agent import persist
+from botctl.agent.control import Hold, iso, suspension_words
+from botctl.agent.diffview import BotDiff, diffs
 from botctl.agent.log import Log, Redactor
 from botctl.agent.notify import Notifier
 from botctl.agent.source import Revision, Source
@@ -38,14 +41,16 @@ from botctl.pipeline.workspace import Workspace, load
 from botctl.plan import Plan
 from botctl.reconcile.apply import OpResult, Stop, StopEvent
 from botctl.reconcile.drift import DriftItem, DriftReport, acknowledge
+from botctl.resources.agentrecord import AgentRecord, LastApplied
 from botctl.service.pacing import RequestStats
 from botctl.store.acknowledgements import read_acknowledgements
 from botctl.store.backend import LeaseLost, LockInfo
 from botctl.store.backends import open_backend
 from botctl.store.lock import Lease, LeasedBackend
 
-Trigger = Literal["start", "interval", "webhook", "retry"]
+Trigger = Literal["start", "interval", "webhook", "retry", "control"]
 HEALABLE = ("changed_outside", "conflict")
+STATE_WRITES_GRACE = 5.0  # seconds a stopping agent waits for its record's writes in line
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,12 @@ class Agent:
         self._reported_drift: frozenset[tuple[str, str, str]] = frozenset()
         self._numbers = 0
         self._unsynced: set[str] = set()  # chatbots the last plan would write to
+        self._diffs: dict[str, BotDiff] = {}  # each chatbot's entries of the last drift
+        self._urgent = False  # the pending cycle ends a backoff (an operator's sync)
+        self._held_words: str | None = None  # the hold last logged
+        # The state's writers in this process, one at a time: an apply, and the agent's own
+        # record (``persist``), each a compare-and-swap write that would fail the other's.
+        self.state_writes = asyncio.Lock()
         # While standing by: the holder last logged (its holder id), and the wall-clock time
         # its lease lapses unless renewed, when the next try is due (not a whole interval on).
         self._holder_seen: str | None = None
@@ -98,14 +109,20 @@ class Agent:
 
     # --- driving the loop ---------------------------------------------------------------
 
-    def trigger(self, why: Trigger = "webhook") -> str:
+    def trigger(self, why: Trigger = "webhook", *, urgent: bool = False) -> str:
         """Ask for a cycle; when it will run, in words. At most one is pending: it runs as
-        soon as the cycle in progress ends, or, during a backoff, when the backoff ends."""
+        soon as the cycle in progress ends, or, during a backoff, when the backoff ends
+        (unless ``urgent``: an operator's sync runs at once)."""
         self._pending = self.status.pending = why
+        self._urgent = self._urgent or urgent
         self._wake.set()
-        if self.status.failures:
+        if self.status.failures and not self._urgent:
             return f"when the backoff ends ({self.status.next_cycle})"
         return "after the cycle in progress" if self.status.running is not None else "now"
+
+    def next_cycle_number(self) -> int:
+        """The number the next cycle to start will have (the pending one, if any)."""
+        return self._numbers + 1
 
     def request_stop(self, signum: int) -> None:
         """A signal: an apply in flight drains (``Stop``: a second signal abandons it); any
@@ -139,6 +156,9 @@ class Agent:
                 why = await self._wait()
         finally:
             self.status.role = "stopping"
+            with contextlib.suppress(Exception):  # the agent's record queued: written first
+                async with asyncio.timeout(STATE_WRITES_GRACE), self.state_writes:
+                    pass
             await asyncio.to_thread(self.lease.release)
             self.status.refresh_gauges()
 
@@ -149,11 +169,17 @@ class Agent:
             # Try again as the holder's lease would lapse: failover within the lease, not
             # the lease plus an interval (a renewed lease just means another wait).
             delay = min(delay, max(0.05, self._holder_expires - time.time() + 0.05))
+        window = self.status.controls.window()
+        if window is not None and window.until is not None and not backing_off:
+            # Apply what waited as the window ends, not up to an interval later.
+            delay = min(delay, max(0.05, window.until.timestamp() - time.time() + 0.05))
         self.status.next_cycle = now_iso(time.time() + delay)
         self.status.watchdog.due_in(delay)
         end = time.monotonic() + delay
         # A trigger ends the wait, except a backoff's: the cycle it asked for runs at its end.
-        while self.stopping is None and (self._pending is None or backing_off):
+        while self.stopping is None and (
+            self._pending is None or (backing_off and not self._urgent)
+        ):
             self._wake.clear()
             try:
                 async with asyncio.timeout(max(0.0, end - time.monotonic())):
@@ -161,7 +187,7 @@ class Agent:
             except TimeoutError:
                 break
         why = self._pending or ("retry" if backing_off else "interval")
-        self._pending = None  # status.pending too, once the cycle has started
+        self._pending, self._urgent = None, False  # status.pending too, once it started
         return why
 
     def _survive(self, exc: Exception) -> None:
@@ -260,6 +286,7 @@ class Agent:
             holder = await asyncio.to_thread(self.lease.holder)
             status.role = "standby"
             status.lease_holder = holder.describe() if holder is not None else "(changing hands)"
+            status.controls.known = False  # the holder may change it: read again on taking over
             self._standing_by(holder)
             record.result = "standby"
             return
@@ -268,6 +295,8 @@ class Agent:
             self.log.info("lease", f"holding the state's lease: reconciling{how}")
         status.role, status.lease_holder = "active", None
         self._holder_seen = self._holder_expires = None
+        if not status.controls.known:
+            await self._take_over_record()
         revision = await asyncio.to_thread(self.source.fetch)
         record.revision = revision.id
         invalid = await self._consider(revision)
@@ -319,7 +348,7 @@ class Agent:
         self.redact.add_variables(bot.api_key_env for bot in desired.bots)
         self.log.info("revision", f"new revision {revision.id}: {len(desired.bots)} chatbot(s)")
         self._good, self._bad = (revision, ws), None
-        self.status.invalid = None
+        self.status.refuse_revision(None)
         self.status.revision = revision.id
         self.status.bots_in((b.name, b.chatbot_id) for b in desired.bots)
         self.source.retain({revision.id})
@@ -329,7 +358,7 @@ class Agent:
         """``revision`` is invalid: reported (status, log, notification), never applied."""
         self._bad = revision.id
         error = self._words(problem)
-        self.status.invalid = {"revision": revision.id, "error": error}
+        self.status.refuse_revision({"revision": revision.id, "error": error})
         keeping = f"; keeping {good_id}" if good_id else ""
         self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
         self.notifier.notify(
@@ -354,6 +383,7 @@ class Agent:
             for bot, change in plan.changes()
             if change.confidence == "unknown" and change.action != "reassert"
         }
+        self._diffs = diffs(report, plan, self.redact)
         return report
 
     async def _reconcile_revision(
@@ -366,9 +396,11 @@ class Agent:
         ws = replace(ws, service=replace(ws.service, stats=stats, fence=self.lease.fence))
         try:
             new = revision.id != self.status.applied_revision
+            hold = self._hold(record) if self.settings.auto_apply else None
+            applying = self.settings.auto_apply and hold is None
             report: DriftReport | None = None
             drifted: list[DriftItem] = []
-            if not (self.settings.auto_apply and new):
+            if not (applying and new):
                 # A new revision to apply needs no drift first: the apply plans it, and the
                 # drift after it gives the statuses (one pass of reads fewer per push).
                 report = await self._drift(ws)
@@ -378,8 +410,13 @@ class Agent:
             reassert = self._reassert_due()
             failures: dict[str, str] = {}
             applied_ok = False
-            if self.settings.auto_apply and (new or heal or reassert):
-                applied_ok = await self._apply(replace(ws, reassert=reassert), record, failures)
+            if applying and (new or heal or reassert):
+                changed: set[str] = set()
+                applied_ok = await self._apply(
+                    replace(ws, reassert=reassert), record, failures, changed
+                )
+                if changed:
+                    await self._remember_applied(revision, changed)
                 if applied_ok:
                     if new:
                         self.status.applied_revision = revision.id
@@ -390,6 +427,8 @@ class Agent:
                     return
                 report = await self._drift(ws)
                 self.status.ready = True
+            elif hold is not None and (new or heal or reassert):
+                self._held(record, hold)
             assert report is not None
             self._statuses(report, revision, failures)
             if record.failed:  # every failed operation is in failures too
@@ -454,9 +493,73 @@ class Agent:
             return False
         return self._last_reassert is None or time.monotonic() - self._last_reassert >= every
 
-    async def _apply(self, ws: Workspace, record: CycleRecord, failures: dict[str, str]) -> bool:
+    # --- controls: suspension, deny windows, the record kept in the state -----------------
+
+    def _hold(self, record: CycleRecord) -> Hold | None:
+        """What holds this cycle's applying (a suspension, a deny window; None: it may
+        apply). An --override-window it uses is on its record and in the log."""
+        hold, override = self.status.controls.decide()
+        if override is not None:
+            record.override = override.to_document()
+            self.log.info(
+                "control",
+                f"applying inside a deny window: overridden by {override.by or 'an operator'}: "
+                f"{override.reason}",
+            )
+        if hold is None and self._held_words is not None:
+            self._held_words = None
+            self.log.info("control", "nothing holds applying any more")
+        return hold
+
+    def _held(self, record: CycleRecord, hold: Hold) -> None:
+        """The cycle had something to apply and did not: said on its record, and in the log
+        once per hold (not every cycle of a weekend's window)."""
+        record.held = hold.words
+        if hold.words != self._held_words:
+            self._held_words = hold.words
+            self.log.warning("control", f"not applying: {hold.words}")
+
+    async def _take_over_record(self) -> None:
+        """On taking the lease: the suspension and the revisions last applied, as the
+        replica that held it before left them in the state."""
+        found = await asyncio.to_thread(persist.read_record, self.lease.where)
+        controls = self.status.controls
+        controls.suspended, controls.known = found.suspended, True
+        self.status.applied = dict(found.applied)
+        if found.suspended is not None:
+            self.log.warning("control", f"the state says: {suspension_words(found.suspended)}")
+
+    async def persist(self, change: Callable[[AgentRecord], None], message: str) -> None:
+        """Write the agent's record in the state under the lease, between applies."""
+        async with self.state_writes:
+            await asyncio.to_thread(persist.update_record, self.lease, change, message)
+
+    async def _remember_applied(self, revision: Revision, chatbots: set[str]) -> None:
+        """Each chatbot an apply changed: ``revision`` and now, in status and in the state (a
+        failed write is said and kept in memory: the apply itself succeeded)."""
+        found = LastApplied(revision.id, iso(datetime.now(UTC)))
+        self.status.applied.update(dict.fromkeys(chatbots, found))
+        current = set(self.status.bots)
+
+        def change(record: AgentRecord) -> None:
+            record.applied.update(dict.fromkeys(chatbots, found))
+            for gone in set(record.applied) - current:  # chatbots the configuration dropped
+                del record.applied[gone]
+
+        try:
+            await self.persist(change, f"botctl agent: {revision.short} applied")
+        except Exception as exc:  # the apply succeeded: its cycle does not fail for this
+            self.log.error(
+                "state",
+                f"the chatbots' last applied revision was not recorded: {type(exc).__name__}: "
+                f"{self._words(str(exc))}",
+            )
+
+    async def _apply(
+        self, ws: Workspace, record: CycleRecord, failures: dict[str, str], changed: set[str]
+    ) -> bool:
         """Apply under the lease; True when everything planned was applied (or nothing was
-        to be)."""
+        to be). ``changed``: the chatbots an operation was applied to."""
 
         def show(plan: Plan) -> None:
             record.plan = plan.to_document()
@@ -466,6 +569,7 @@ class Agent:
             chatbot_id = result.operation.bot.chatbot_id
             if result.status == "applied":
                 record.applied += 1
+                changed.add(chatbot_id)
                 self.log.info("apply", f"applied {label}", chatbot=chatbot_id)
             else:
                 record.failed += 1
@@ -492,16 +596,17 @@ class Agent:
         self._apply_stop = stop
         started = time.monotonic()
         try:
-            with open_backend(ws.state_path) as inner:
-                outcome = await run_apply(
-                    replace(ws, skip_missing=True),
-                    saved=None,
-                    show=show,
-                    confirm=lambda _: True,
-                    on_result=on_result,
-                    stop=stop,
-                    held=LeasedBackend(inner, self.lease),
-                )
+            async with self.state_writes:
+                with open_backend(ws.state_path) as inner:
+                    outcome = await run_apply(
+                        replace(ws, skip_missing=True),
+                        saved=None,
+                        show=show,
+                        confirm=lambda _: True,
+                        on_result=on_result,
+                        stop=stop,
+                        held=LeasedBackend(inner, self.lease),
+                    )
         finally:
             self._apply_stop = None
             self.status.metrics.apply_duration.observe(time.monotonic() - started)
@@ -523,7 +628,7 @@ class Agent:
             found[item.drift_class] = found.get(item.drift_class, 0) + 1
         for chatbot_id, bot in self.status.bots.items():
             drift = classes.get(chatbot_id, {})
-            bot.drift = drift
+            bot.drift, bot.diff = drift, self._diffs.get(chatbot_id)
             new: BotStatus
             if chatbot_id in failures:
                 new, bot.last_error = "Failed", failures[chatbot_id]

@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
+from botctl.agent.control import Controls
+from botctl.agent.diffview import BotDiff
+from botctl.resources.agentrecord import LastApplied
 from botctl.service.pacing import RequestStats
 
 BotStatus = Literal["Synced", "OutOfSync", "Drifted", "Failed", "Missing", "Unknown"]
@@ -40,6 +43,9 @@ CYCLE_RESULTS: tuple[str, ...] = CycleResult.__args__  # type: ignore[attr-defin
 # push, or a push to another branch), duplicate (seen before), standby (503: not the lease
 # holder), triggered (a cycle asked for).
 WEBHOOK_RESULTS = ("refused", "pong", "ignored", "duplicate", "standby", "triggered")
+# The control API (``botctl agent sync|suspend|resume``): what each request became.
+CONTROL_ACTIONS = ("sync", "suspend", "resume")
+CONTROL_RESULTS = ("done", "unauthorized", "standby", "invalid")
 CLOSE_REASONS = ("timeout", "evicted", "refused")
 
 
@@ -59,6 +65,7 @@ class BotState:
     last_change: str | None = None  # when its status last changed
     last_error: str | None = None
     drift: dict[str, int] = field(default_factory=dict)  # drift class -> items
+    diff: BotDiff | None = None  # what drifted or would be applied, value by value
 
     def set_status(self, status: BotStatus, at: str) -> bool:
         changed = status != self.status
@@ -66,16 +73,21 @@ class BotState:
             self.status, self.last_change = status, at
         return changed
 
-    def to_document(self) -> dict[str, Any]:
+    def to_document(self, applied: LastApplied | None = None) -> dict[str, Any]:
+        """``applied``: the revision whose apply last changed it, and when."""
+        diff = self.diff or BotDiff((), 0)
         return {
             "name": self.name,
             "chatbotId": self.chatbot_id,
             "status": self.status,
             "revision": self.revision,
+            "lastAppliedRevision": applied.revision if applied else None,
+            "lastApplied": applied.at if applied else None,
             "lastSync": self.last_sync,
             "lastChange": self.last_change,
             "lastError": self.last_error,
             "drift": dict(self.drift),
+            "diff": diff.to_document(),
         }
 
 
@@ -92,6 +104,8 @@ class CycleRecord:
     failed: int = 0
     error: str | None = None
     plan: dict[str, Any] | None = None  # the plan's JSON when the cycle applied
+    held: str | None = None  # why it applied nothing it would have (suspended, a window)
+    override: dict[str, Any] | None = None  # the --override-window that let it apply
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -106,6 +120,8 @@ class CycleRecord:
             "failed": self.failed,
             "error": self.error,
             "plan": self.plan,
+            "held": self.held,
+            "windowOverride": self.override,
         }
 
 
@@ -175,6 +191,7 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self._steering_metrics(r)
         for result in CYCLE_RESULTS:
             self.cycles.labels(result=result)
         for result in WEBHOOK_RESULTS:
@@ -186,6 +203,37 @@ class Metrics:
         for drift_class in DRIFT_CLASSES:
             self.drift.labels(drift_class=drift_class).set(0)
         self.revision.info({"revision": "", "source": ""})
+
+    def _steering_metrics(self, r: CollectorRegistry) -> None:
+        """What holds applying, the refused revision, the control API's requests."""
+        self.invalid_revision = Gauge(
+            "botctl_agent_invalid_revision",
+            "1 while the newest revision (the label) is refused as invalid and the last good one "
+            "is kept; 0 (revision empty) otherwise.",
+            ["revision"],
+            registry=r,
+        )
+        self.suspended = Gauge(
+            "botctl_agent_suspended",
+            "1 while the agent is suspended (botctl agent suspend): it applies nothing.",
+            registry=r,
+        )
+        self.deny_window = Gauge(
+            "botctl_agent_deny_window_active",
+            "1 while a --deny-window holds: the agent applies nothing.",
+            registry=r,
+        )
+        self.control = Counter(
+            "botctl_agent_control_requests",
+            "Requests to the control API by action and outcome (done, unauthorized, standby, "
+            "invalid).",
+            ["action", "result"],
+            registry=r,
+        )
+        for action in CONTROL_ACTIONS:
+            for outcome in CONTROL_RESULTS:
+                self.control.labels(action=action, result=outcome)
+        self.invalid_revision.labels(revision="").set(0)
 
     def count_requests(self, stats: RequestStats) -> None:
         for (operation, status), count in stats.responses.items():
@@ -237,8 +285,19 @@ Role = Literal["starting", "active", "standby", "stopping"]
 class AgentStatus:
     """Everything ``/status`` and the page show, updated by the loop."""
 
-    def __init__(self, source: str, *, history: int = 20, watchdog: float = 300.0) -> None:
+    def __init__(
+        self,
+        source: str,
+        *,
+        history: int = 20,
+        watchdog: float = 300.0,
+        controls: Controls | None = None,
+    ) -> None:
         self.source = source
+        # Suspension and deny windows: what may hold applying (``control``).
+        self.controls = controls if controls is not None else Controls()
+        # Each chatbot's last applied revision and when, by chatbot id (kept in the state).
+        self.applied: dict[str, LastApplied] = {}
         self.role: Role = "starting"
         self.revision: str | None = None  # the good revision reconciled
         self.applied_revision: str | None = None
@@ -256,6 +315,16 @@ class AgentStatus:
         self.pending: str | None = None  # the trigger of the cycle asked for and not started
         self.watchdog = Watchdog(watchdog)
         self.metrics = Metrics()
+        self.metrics.suspended.set_function(lambda: self.controls.suspended is not None)
+        self.metrics.deny_window.set_function(lambda: self.controls.window() is not None)
+
+    def refuse_revision(self, invalid: dict[str, str] | None) -> None:
+        """The newest revision refused (``{revision, error}``), or None once a good one is
+        the newest: in ``/status``, on the page and in ``botctl_agent_invalid_revision``."""
+        self.invalid = invalid
+        gauge = self.metrics.invalid_revision
+        gauge.clear()
+        gauge.labels(revision=invalid["revision"] if invalid else "").set(1 if invalid else 0)
 
     @property
     def serving_role(self) -> bool:
@@ -315,6 +384,10 @@ class AgentStatus:
             "leaseHolder": self.lease_holder,
             "summary": self.counts(),
             "drift": self.drift_summary(),
-            "chatbots": [b.to_document() for b in sorted(self.bots.values(), key=lambda b: b.name)],
+            **self.controls.to_document(),
+            "chatbots": [
+                b.to_document(self.applied.get(b.chatbot_id))
+                for b in sorted(self.bots.values(), key=lambda b: b.name)
+            ],
             "cycles": [c.to_document() for c in reversed(self.cycles)],
         }

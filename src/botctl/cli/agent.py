@@ -1,4 +1,10 @@
-"""``botctl agent``: the GitOps loop (see ``botctl.agent``)."""
+"""``botctl agent``: the GitOps loop (see ``botctl.agent``), and ``botctl agent
+sync|suspend|resume|status`` to steer a running one (``cli.agent_control``).
+
+``agent`` is a group whose first argument decides: one of the verbs is that subcommand;
+anything else runs the loop with the arguments as they are (``botctl agent SOURCE ...``, as
+documented before the verbs existed). A source directory named like a verb is written
+``./sync``."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 from click.core import ParameterSource
 
+from botctl.cli.agent_control import VERBS, control_token_option
 from botctl.cli.drift import Duration
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
@@ -53,8 +60,9 @@ from botctl.defaults import (
 from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
 
 if TYPE_CHECKING:
+    from botctl.agent.auth import Access
     from botctl.agent.log import Log
-    from botctl.agent.loop import Agent
+    from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.sdnotify import SystemdNotifier
     from botctl.config.project import Project
 
@@ -99,6 +107,18 @@ def _urls(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) ->
     return value
 
 
+def _windows(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[Any, ...]:
+    from botctl.agent.windows import EXAMPLE, WindowError, parse_window
+
+    found = []
+    for text in value:
+        try:
+            found.append(parse_window(text))
+        except WindowError as exc:
+            raise click.BadParameter(f"{text!r}: {exc} (as {EXAMPLE!r})") from None
+    return tuple(found)
+
+
 def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
 
@@ -130,12 +150,14 @@ class AgentOptions:
     page_refresh: int
     allow_unknown_models: bool
     disabled_warnings: frozenset[str]
+    control_token_env: str
+    deny_windows: tuple[Any, ...]  # agent.windows.DenyWindow
     selection: SelectionGroup = group(SelectionGroup)
     service: ServiceGroup = group(ServiceGroup)
     safety: SafetyGroup = group(SafetyGroup)
 
 
-@click.command()
+@click.command("run", hidden=True)
 @click.argument("source")
 @click.option(
     "--interval",
@@ -306,13 +328,28 @@ class AgentOptions:
     metavar="SECONDS",
     help="How often the status page reloads itself.",
 )
+@control_token_option(
+    "Variable holding the control token (16 characters or more): botctl agent sync, "
+    "suspend and resume need it as a bearer token; /status and the page need it too once it "
+    "is set, and always when --listen is not on loopback (unset there: 401)."
+)
+@click.option(
+    "--deny-window",
+    "deny_windows",
+    multiple=True,
+    callback=_windows,
+    metavar="WINDOW",
+    help="When nothing is applied: DAYS HH:MM-HH:MM [ZONE], e.g. 'Sat-Sun 00:00-24:00 "
+    "Europe/Berlin', 'Mon-Fri 22:00-06:00' (UTC; an end before the start crosses midnight). "
+    "Repeatable. Drift is still read and reported.",
+)
 @ALLOW_UNKNOWN_MODELS
 @DISABLE_WARNING
 @selection_options
 @service_options
 @safety_options
 @takes(AgentOptions)
-def agent(o: AgentOptions) -> int:
+def run_agent(o: AgentOptions) -> int:
     """Run the GitOps loop: pull SOURCE, reconcile it continuously.
 
     SOURCE is a directory, or a branch of a git repository: git+<url>#<branch>:<path>
@@ -330,6 +367,13 @@ def agent(o: AgentOptions) -> int:
     availability. SIGTERM or SIGINT drains an apply in flight, records it, releases the
     lease and exits 0.
 
+    Steer a running agent with `botctl agent sync|suspend|resume|status --url URL`
+    (`botctl agent sync --help`), authenticated with the control token the variable
+    --control-token-env names (BOTCTL_CONTROL_TOKEN), which also guards /status and the
+    page whenever it is set or --listen is not on loopback. Nothing is applied while
+    suspended or inside a --deny-window. A source directory named like a verb (sync,
+    suspend, resume, status, run) is written ./sync.
+
     \b
     Examples:
       botctl agent bots/ --sandbox                       # try it: plan only, page on :9464
@@ -337,10 +381,11 @@ def agent(o: AgentOptions) -> int:
           --auto-apply --self-heal --state s3://acme-botctl/state.json \\
           --webhook-secret-env HOOK_SECRET --notify https://hooks.slack.com/...
     """
+    from botctl.agent.control import Controls
     from botctl.agent.log import Log, Redactor
-    from botctl.agent.loop import Agent, AgentSettings
+    from botctl.agent.loop import Agent
     from botctl.agent.notify import Notifier
-    from botctl.agent.source import TOKEN_VARIABLE, RevisionLimits, open_source
+    from botctl.agent.source import RevisionLimits, open_source
     from botctl.agent.status import AgentStatus
     from botctl.store.backend import redact
     from botctl.store.backends import open_backend
@@ -354,34 +399,34 @@ def agent(o: AgentOptions) -> int:
     secret_env = o.webhook_secret_env
     if secret_env and not os.environ.get(secret_env):
         raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
+    access = _access(o)
     state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
 
     secrets: set[str] = set()
-    own = {TOKEN_VARIABLE, STATE_KEY_ENV, OLD_STATE_KEY_ENV, *([secret_env] if secret_env else [])}
+    own = _own_secrets(o)
     redactor = Redactor(os.environ, {DEFAULT_API_KEY_ENV, *own}, secrets)
     log = Log(o.log_format, lambda line: click.echo(line, err=True), redactor)
     limits = RevisionLimits(o.max_revision_files, total_bytes=o.max_revision_bytes)
     src = open_source(o.source, o.cache_dir, timeout=o.fetch_timeout.total_seconds(), limits=limits)
-    status = AgentStatus(src.description, history=o.history, watchdog=o.watchdog.total_seconds())
+    status = AgentStatus(
+        src.description,
+        history=o.history,
+        watchdog=o.watchdog.total_seconds(),
+        controls=Controls(o.deny_windows),
+    )
     _open_files(log)
     # A revision's files read only the variables the operator exposes, never the agent's own
     # secrets (the webhook's included): README, Trust.
     environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
-    settings = AgentSettings(
-        interval=o.interval.total_seconds(),
-        auto_apply=o.auto_apply,
-        self_heal=o.self_heal,
-        reassert_every=_seconds(o.reassert_every),
-        backoff_max=o.backoff_max.total_seconds(),
-        drain_timeout=o.drain_timeout,
-        acknowledged=o.acknowledged_file,
-    )
+    settings = _settings(o)
     lease = Lease(state, duration=o.lease.total_seconds())
     notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
     make_workspace = _workspaces(o, environ, secrets)
     runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
-    _serve(o, runner, redact(os.fspath(state)))
+    if not access.loopback and not access.configured:
+        log.warning("control", _unguarded(o))
+    _serve(o, runner, redact(os.fspath(state)), access)
     sys.stderr.flush()
     return EXIT_OK
 
@@ -487,15 +532,65 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     runner.request_stop(signum)
 
 
-def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
+def _settings(o: AgentOptions) -> AgentSettings:
+    from botctl.agent.loop import AgentSettings
+
+    return AgentSettings(
+        interval=o.interval.total_seconds(),
+        auto_apply=o.auto_apply,
+        self_heal=o.self_heal,
+        reassert_every=_seconds(o.reassert_every),
+        backoff_max=o.backoff_max.total_seconds(),
+        drain_timeout=o.drain_timeout,
+        acknowledged=o.acknowledged_file,
+    )
+
+
+def _own_secrets(o: AgentOptions) -> set[str]:
+    """The variables of the agent's own secrets: masked everywhere, never exposed to a
+    revision's files."""
+    from botctl.agent.source import TOKEN_VARIABLE
+
+    secret_env = o.webhook_secret_env
+    return {
+        TOKEN_VARIABLE,
+        STATE_KEY_ENV,
+        OLD_STATE_KEY_ENV,
+        o.control_token_env,
+        *([secret_env] if secret_env else []),
+    }
+
+
+def _unguarded(o: AgentOptions) -> str:
+    return (
+        f"--listen {o.listen[0]} is beyond loopback and {o.control_token_env} is unset: "
+        "/status and the page answer 401 and the control API is off until the agent is "
+        "started with a control token"
+    )
+
+
+def _access(o: AgentOptions) -> Access:
+    """Who may read /status and steer (``agent.auth``): a token too weak is refused now."""
+    from botctl.agent.auth import Access, is_loopback, weak_token
+
+    token = os.environ.get(o.control_token_env) or None
+    weak = weak_token(token) if token else None
+    if weak is not None:
+        raise click.UsageError(f"the control token in {o.control_token_env} is too short: {weak}")
+    return Access(token, loopback=is_loopback(o.listen[0]), variable=o.control_token_env)
+
+
+def _serve(o: AgentOptions, runner: Agent, state: str, access: Access) -> None:
     """Listen, run the loop until a signal stops it, then close everything."""
     from botctl.agent.guard import ConnectionGuard, Throttle
     from botctl.agent.hosts import AllowedHosts
     from botctl.agent.listener import HEAD_TIMEOUT, make_app, make_server
     from botctl.agent.sdnotify import SystemdNotifier
     from botctl.agent.source import GitSource
+    from botctl.agent.steering import Steering
 
     status, log, src = runner.status, runner.log, runner.source
+    steering = Steering(runner)
     secret_env = o.webhook_secret_env
     app = make_app(
         status,
@@ -505,6 +600,8 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
         branch=src.branch if isinstance(src, GitSource) else None,
         refresh=o.page_refresh,
         allowed_hosts=AllowedHosts.of(o.allowed_hosts),
+        access=access,
+        steering=steering,
     )
     host, port = o.listen
     sock = _listening(host, port)
@@ -539,6 +636,7 @@ def _serve(o: AgentOptions, runner: Agent, state: str) -> None:
             await runner.run()
         finally:
             watching.cancel()
+            await steering.close()
             server.should_exit = True
             await runner.notifier.close(timeout=min(5.0, runner.settings.drain_timeout))
             await serving
@@ -578,3 +676,27 @@ class _StopDeadline:
             self.log.error("stop", f"still running {self.seconds:g} s after the signal: exiting")
         sys.stderr.flush()
         os._exit(EXIT_ERROR)
+
+
+class AgentGroup(click.Group):
+    """``botctl agent``: a verb (``sync``, ``suspend``, ``resume``, ``status``) as its first
+    argument is that subcommand; anything else (a SOURCE, an option, ``--help``) runs the loop
+    with every argument as given. The loop is also the hidden subcommand ``run``."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        if args and args[0] in self.commands:
+            return super().make_context(info_name, args, parent, **extra)
+        return run_agent.make_context(info_name, args, parent, **extra)
+
+
+agent = AgentGroup(
+    "agent",
+    commands=[run_agent, *VERBS],
+    help="Run the GitOps loop on SOURCE, or steer a running agent (sync, suspend, resume, status).",
+)

@@ -22,11 +22,12 @@ Versions read: 1 (no verified marks: everything sent) and 2 (secrets in clear) a
 4 at the next write; 3 (fingerprints keyed with the salt alone) is rewritten as 4 when it holds
 no fingerprint, and otherwise kept as 3, with a warning, until ``botctl state rekey``.
 
-Beside ``bots``, two sections about botctl's runs rather than the service's values, written
+Beside ``bots``, sections about botctl's runs rather than the service's values, written
 only when they hold something: ``rollout`` (``resources.rollout``: each chatbot's revision and
 tests, for ``promote``) and ``previews`` (``resources.preview``: the preview chatbots leased to
 pull requests, ``{"<chatbotId>": {"owner", "stage", "acquired", "expires"}}``, times in UTC
-ISO 8601).
+ISO 8601). ``agent`` (``resources.agentrecord``) is ``botctl agent``'s own: ``{"suspended":
+{"since", "by", "reason"}, "applied": {"<chatbotId>": {"revision", "at"}}}``.
 
 A chatbot's record holds the format's own fields (settings and attributes, above) and the keys
 of every other resource kind of the registry (``ResourceKind.state_keys``, written by its
@@ -55,6 +56,7 @@ from pydantic_core import from_json
 
 from botctl.errors import StateError
 from botctl.models import BotRecord, State
+from botctl.resources.agentrecord import AgentRecord, LastApplied, Suspension
 from botctl.resources.attribute_model import CustomAttribute
 from botctl.resources.preview import PreviewLease, from_iso
 from botctl.resources.registry import kinds, state_keys
@@ -150,6 +152,37 @@ class _PreviewFile(BaseModel):
         return PreviewLease(self.owner, self.stage, from_iso(self.acquired), from_iso(self.expires))
 
 
+class _SuspensionFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    since: str
+    by: str | None = None
+    reason: str | None = None
+
+
+class _LastAppliedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    revision: str
+    at: str
+
+
+class _AgentFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    suspended: _SuspensionFile | None = None
+    applied: dict[str, _LastAppliedFile] = Field(default_factory=dict)
+
+    def record(self) -> AgentRecord:
+        suspended = self.suspended
+        return AgentRecord(
+            suspended=Suspension(suspended.since, suspended.by, suspended.reason)
+            if suspended is not None
+            else None,
+            applied={k: LastApplied(a.revision, a.at) for k, a in self.applied.items()},
+        )
+
+
 class _StateFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -163,6 +196,8 @@ class _StateFile(BaseModel):
     rollout: dict[str, _RolloutFile] = Field(default_factory=dict)
     # Preview leases (resources.preview); written only while one is held.
     previews: dict[str, _PreviewFile] = Field(default_factory=dict)
+    # botctl agent's own record (resources.agentrecord); written only when it holds something.
+    agent: _AgentFile = Field(default_factory=_AgentFile)
 
 
 def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> dict[str, Any]:
@@ -249,6 +284,7 @@ def parse_state(text: str, where: str) -> State:
         outdated=parsed.format_version < FORMAT_VERSION and not legacy,
         rollout={k: Rollout(r.revision, r.tests_passed) for k, r in parsed.rollout.items()},
         previews=previews,
+        agent=parsed.agent.record(),
     )
 
 
@@ -297,6 +333,8 @@ def state_document(state: State, bots: Mapping[str, Any]) -> dict[str, Any]:
         document["rollout"] = {k: state.rollout[k].to_json() for k in sorted(state.rollout)}
     if state.previews:
         document["previews"] = {k: state.previews[k].to_json() for k in sorted(state.previews)}
+    if not state.agent.empty:
+        document["agent"] = state.agent.to_json()
     return document
 
 
