@@ -46,6 +46,13 @@ PREVIEW_LOCK_WAIT = 30.0
 # source has its own --fetch-timeout.
 DEFAULT_GIT_TIMEOUT = 60.0
 GIT_TIMEOUT_ENV = "BOTCTL_GIT_TIMEOUT"
+# Seconds one attempt of an S3 state's request may wait to connect, and for an answer; an
+# attempt is tried at most S3_ATTEMPTS times (boto3's own defaults, 60 s and 5 attempts, let
+# a hung store hold a run for ten minutes).
+DEFAULT_S3_TIMEOUT = 20.0
+S3_TIMEOUT_ENV = "BOTCTL_S3_TIMEOUT"
+S3_CONNECT_TIMEOUT = 5.0
+S3_ATTEMPTS = 3
 DEFAULT_FETCH_TIMEOUT = 60.0  # botctl agent --fetch-timeout
 # What one revision of the agent's source may hold (its YAML files): more is an invalid
 # revision. A file's limit is the loader's (config.yamlnodes.MAX_FILE_BYTES).

@@ -69,3 +69,61 @@ def test_the_lock_object_is_created_only_once(s3_state: StateUnderTest) -> None:
         assert backend.remove_lock(second, "not mine") is None  # another's lock stays
         assert backend.remove_lock(first, "mine") == first
         assert backend.read_lock() is None
+
+
+def test_a_store_that_never_answers_fails_the_read_within_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An S3 endpoint that accepts connections and never answers: the read fails after a
+    bounded number of attempts, each under ``BOTCTL_S3_TIMEOUT``, saying what it could not
+    do (boto3's defaults would wait 60 s an attempt, five times)."""
+    import socket
+    import threading
+
+    from botctl.defaults import S3_ATTEMPTS
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])  # kept open, never answered
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    for name, value in {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "botctl-test",
+        "AWS_SECRET_ACCESS_KEY": "botctl-test-secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "BOTCTL_S3_TIMEOUT": "0.3",
+    }.items():
+        monkeypatch.setenv(name, value)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            open_backend("s3://bucket/botctl/state.json").read()
+            outcome.append(None)
+        except BaseException as exc:  # the test judges it
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    try:
+        assert not reader.is_alive(), "the read still waits on a store that never answers"
+        [error] = outcome
+        assert isinstance(error, StateError)
+        assert "state s3://bucket/botctl/state.json: cannot read" in str(error)
+        assert 1 <= len(held) <= S3_ATTEMPTS
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()

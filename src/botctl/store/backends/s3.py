@@ -10,12 +10,22 @@ MinIO, Cloudflare R2 and moto's server): one that ignores the headers gives no g
 boto3 is an optional dependency (``botctl[s3]``), imported only when an ``s3://`` state is
 used. Endpoint, region and credentials come from boto3's own configuration: the environment
 (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``...), ``~/.aws``, instance roles.
+Its deadlines are botctl's (``BOTCTL_S3_TIMEOUT`` an attempt, at most ``S3_ATTEMPTS``): a
+store that accepts and never answers fails the run, where boto3's defaults held it ten minutes.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
+from botctl.defaults import (
+    DEFAULT_S3_TIMEOUT,
+    S3_ATTEMPTS,
+    S3_CONNECT_TIMEOUT,
+    S3_TIMEOUT_ENV,
+)
 from botctl.errors import StateError
 from botctl.store.backend import (
     LockInfo,
@@ -26,6 +36,19 @@ from botctl.store.backend import (
 )
 
 SCHEME = "s3://"
+
+
+def request_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds one attempt of a request may wait for an answer: ``BOTCTL_S3_TIMEOUT``, else
+    the default (an unusable value is the default too, as for git's)."""
+    text = (os.environ if environ is None else environ).get(S3_TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text else DEFAULT_S3_TIMEOUT
+    except ValueError:
+        return DEFAULT_S3_TIMEOUT
+    return value if 0 < value < float("inf") else DEFAULT_S3_TIMEOUT
+
+
 _CHANGED = {"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"}
 
 
@@ -51,13 +74,20 @@ class S3Backend(StateBackend):
         self.where = url
         try:
             import boto3
+            from botocore.config import Config
             from botocore.exceptions import BotoCoreError, ClientError
         except ImportError:
             raise StateError(
                 f"state {url} needs boto3, which is not installed: install botctl with its "
                 "s3 extra, e.g. `pip install 'botctl[s3]'` or `uv tool install 'botctl[s3]'`"
             ) from None
-        self._client: Any = boto3.client("s3")
+        seconds = request_timeout()
+        config = Config(
+            connect_timeout=min(S3_CONNECT_TIMEOUT, seconds),
+            read_timeout=seconds,
+            retries={"total_max_attempts": S3_ATTEMPTS, "mode": "standard"},
+        )
+        self._client: Any = boto3.client("s3", config=config)
         self._client_error: type[Exception] = ClientError
         self._boto_error: type[Exception] = BotoCoreError
 
