@@ -19,13 +19,14 @@ reason at once, unless:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from botctl.config.revision import revisions
 from botctl.config.selection import Requirement, Selection, matches_all, select_names
 from botctl.errors import BotctlError
 from botctl.pipeline.workspace import Workspace, load_resolved
+from botctl.resources.rollout import Rollout
 from botctl.store.state import load_state
 
 
@@ -201,26 +202,38 @@ def promotion(
     bots = [Member(b.spec.name, b.spec.chatbot_id, b.spec.labels) for b in fleet.bots]
     pairing = pair_stages(bots, source, target, targets, excludes)
     state = load_state(ws.state_path)
-    current = revisions(fleet)
     covered = {name for t in fleet.tests for name in t.chatbots}
-    problems, ready = list(pairing.problems), []
-    readiness = len(problems)
-    for bot in pairing.sources:
-        record = state.rollout.get(bot.chatbot_id)
+    waiting = readiness(pairing.sources, state.rollout, revisions(fleet), covered)
+    ready = [b.name for b in pairing.sources if b.name not in waiting]
+    problems = [*pairing.problems, *waiting.values()]
+    return Promotion(pairing, problems, ready, not_ready=bool(waiting))
+
+
+def readiness(
+    sources: Sequence[Member],
+    rollout: Mapping[str, Rollout],
+    current: Mapping[str, str],
+    covered: Collection[str],
+) -> dict[str, str]:
+    """Why each chatbot of ``sources`` that is not ready to be promoted is not, by name: a
+    chatbot is ready when a test covers it (``covered``: names) and its staged-rollout record
+    says its tests passed at its revision now (``current``: by chatbot id). Also the agent's
+    stages (``agent.stages``)."""
+    waiting: dict[str, str] = {}
+    for bot in sources:
+        record = rollout.get(bot.chatbot_id)
         revision = current[bot.chatbot_id]
         if bot.name not in covered:
-            problems.append(f"{bot}: no conversation test covers it, so none passed")
+            waiting[bot.name] = f"{bot}: no conversation test covers it, so none passed"
         elif record is None:
-            problems.append(f"{bot}: no `apply --test` is recorded for it")
+            waiting[bot.name] = f"{bot}: no `apply --test` is recorded for it"
         elif record.revision != revision:
-            problems.append(
+            waiting[bot.name] = (
                 f"{bot}: its last apply was revision {record.revision}, the configuration "
                 f"is at {revision}"
             )
         elif record.tests_passed is None:
-            problems.append(f"{bot}: its tests did not run at revision {revision}")
+            waiting[bot.name] = f"{bot}: its tests did not run at revision {revision}"
         elif not record.tests_passed:
-            problems.append(f"{bot}: its tests failed at revision {revision}")
-        else:
-            ready.append(bot.name)
-    return Promotion(pairing, problems, ready, not_ready=len(problems) > readiness)
+            waiting[bot.name] = f"{bot}: its tests failed at revision {revision}"
+    return waiting
