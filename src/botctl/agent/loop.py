@@ -33,7 +33,8 @@ from botctl.agent.notify import Notifier
 from botctl.agent.source import Revision, Source
 from botctl.agent.status import AgentStatus, BotStatus, CycleRecord, now_iso
 from botctl.errors import BotctlError
-from botctl.pipeline.flows import make_drift_and_plan, run_apply
+from botctl.pipeline.flows import make_drift_and_plan
+from botctl.pipeline.reconciler import Reconciler, Unattended
 from botctl.pipeline.workspace import Workspace, load
 from botctl.plan import Plan
 from botctl.reconcile.apply import OpResult, Stop, StopEvent
@@ -493,19 +494,19 @@ class Agent:
         started = time.monotonic()
         try:
             with open_backend(ws.state_path) as inner:
-                outcome = await run_apply(
+                driver = Unattended(on_result)
+                driver.show = show  # type: ignore[method-assign]
+                reconciler = Reconciler(
                     replace(ws, skip_missing=True),
-                    saved=None,
-                    show=show,
-                    confirm=lambda _: True,
-                    on_result=on_result,
+                    driver,
                     stop=stop,
                     held=LeasedBackend(inner, self.lease),
                 )
+                outcome = await reconciler.reconcile()
         finally:
             self._apply_stop = None
             self.status.metrics.apply_duration.observe(time.monotonic() - started)
-        if outcome is None:
+        if outcome.reason == "NothingToDo":
             return True
         if outcome.state_error is not None:
             record.error = self._words(
