@@ -110,6 +110,8 @@ class AgentOptions:
     auto_apply: bool
     self_heal: bool
     reassert_every: timedelta | None
+    watch_budget: float
+    watch_slice: timedelta
     listen: tuple[str, int]
     allowed_hosts: tuple[str, ...]
     max_connections: int
@@ -162,6 +164,26 @@ class AgentOptions:
     metavar="DURATION",
     help="With --self-heal: also re-send the write-only settings (apply --reassert) this "
     "often, so an edit no read can see is undone within that period.",
+)
+@click.option(
+    "--watch-budget",
+    type=click.FloatRange(0, 100, min_open=True),
+    default=20,
+    show_default=True,
+    metavar="PERCENT",
+    help="The drift watch sends at most this share of each API key's rate limit (--rate-limit, "
+    "or the limit the service announces): a slice of chatbots at a time, those read longest "
+    "ago first, so the fleet is covered every (its reads / the budget) seconds, at least "
+    "--interval; no limit known, the whole fleet every --interval. A push never waits for it.",
+)
+@click.option(
+    "--watch-slice",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    metavar="DURATION",
+    help="Time between two slices of the drift watch at its budget: longer means larger "
+    "slices, fewer chatbot-list reads, statuses refreshed in bigger steps.",
 )
 @click.option(
     "--listen",
@@ -376,6 +398,8 @@ def agent(o: AgentOptions) -> int:
         backoff_max=o.backoff_max.total_seconds(),
         drain_timeout=o.drain_timeout,
         acknowledged=o.acknowledged_file,
+        watch_budget=o.watch_budget,
+        watch_slice=max(0.1, o.watch_slice.total_seconds()),
     )
     lease = Lease(state, duration=o.lease.total_seconds())
     notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)

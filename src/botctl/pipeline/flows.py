@@ -218,13 +218,7 @@ def _open_run(ws: Workspace, *, create_key: bool) -> tuple[Desired, State, Scope
     ``--changed-since``, when given), the state with its key (``create_key``: a local
     state's key file is made now, for a plan saved to a file), and the scope."""
     fleet = load_resolved(ws)
-    with open_backend(ws.state_path) as backend:
-        with collector_paused():  # a state's records are as many objects as the YAML's
-            state = load_state(backend)
-        _choose_encryption(state, ws, backend)
-        _require_key(state, fleet.desired, backend, create=create_key)
-        if create_key:  # a plan saved to a file: its fingerprints no weaker than the state's
-            check_not_weaker(state, backend)
+    state = read_state_for(ws, fleet.desired, create_key=create_key)
     desired, scope = scoped(ws, fleet, state)
     return desired, state, scope
 
@@ -252,14 +246,36 @@ def _drift_of(
     return replace(report, warnings=warnings, scope=scope)
 
 
-async def make_drift_and_plan(ws: Workspace) -> tuple[DriftReport, Plan]:
-    """Drift and the plan, from one read of the service (the agent: drift classifies what
-    can be read; the plan also holds what would be sent where nothing can be read)."""
-    desired, state, _ = _open_run(ws, create_key=False)
-    live, notes = await _read(ws, desired.bots)
+def read_state_for(ws: Workspace, desired: Desired, *, create_key: bool = False) -> State:
+    """The state a pass that writes nothing compares with (a plan, drift, the agent's
+    watch), its key required when ``desired`` holds secrets and the backend is shared
+    (``create_key``: a local state's key file is made now, for a plan saved to a file)."""
+    with open_backend(ws.state_path) as backend:
+        with collector_paused():  # a state's records are as many objects as the YAML's
+            state = load_state(backend)
+        _choose_encryption(state, ws, backend)
+        _require_key(state, desired, backend, create=create_key)
+        if create_key:  # a plan saved to a file: its fingerprints no weaker than the state's
+            check_not_weaker(state, backend)
+    return state
+
+
+def classify(
+    ws: Workspace, desired: Desired, live: Live, state: State, notes: tuple[str, ...] = ()
+) -> tuple[DriftReport, Plan]:
+    """Drift and the plan from one read of the service, no request of their own (the agent:
+    drift classifies what can be read; the plan also holds what would be sent where nothing
+    can be read)."""
     return _drift_of(desired, live, state, ws, notes), _compute_plan(
         desired, live, state, ws, notes
     )
+
+
+async def observe(ws: Workspace, desired: Desired, state: State) -> tuple[DriftReport, Plan, Live]:
+    """Read ``desired``'s chatbots once, and classify what was read (``classify``)."""
+    live, notes = await _read(ws, desired.bots)
+    report, plan = classify(ws, desired, live, state, notes)
+    return report, plan, live
 
 
 def _protect(state: State, ws: Workspace, desired: Desired) -> None:
