@@ -279,7 +279,9 @@ class AgentOptions:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path(".botctl/agent"),
     show_default=True,
-    help="Where a git source is fetched (the agent's own repository).",
+    help="Where a git source is fetched (the agent's own repository) and revisions are "
+    "copied; each agent takes a slot of its own (slot-0, slot-1...): agents started from one "
+    "directory never share one.",
 )
 @click.option(
     "--fetch-timeout",
@@ -387,6 +389,8 @@ def agent(o: AgentOptions) -> int:
     src = open_source(o.source, o.cache_dir, timeout=o.fetch_timeout.total_seconds(), limits=limits)
     status = AgentStatus(src.description, history=o.history, watchdog=o.watchdog.total_seconds())
     _open_files(log)
+    if src.slot is not None:
+        log.info("cache", f"revisions are kept under {src.slot.path}")
     # A revision's files read only the variables the operator exposes, never the agent's own
     # secrets (the webhook's included): README, Trust.
     environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
