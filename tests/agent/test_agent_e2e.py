@@ -566,3 +566,44 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
         assert "temp" not in settings_of(bench, "bot-2")  # never selected, never written
     finally:
         assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_a_revision_past_a_safety_cap_stalls_until_the_next_one(
+    bench: Bench, receiver: Receiver
+) -> None:
+    """A plan the safety caps refuse cannot pass by being tried again: the revision is
+    stalled (reported once, no backoff, never retried); the next revision is applied."""
+    bench.create_bot("bot-1", account=KEY)
+    two = "- {name: tier, type: text, label: Tier}\n- {name: plan, type: text, label: Plan}"
+    one = "- {name: tier, type: text, label: Tier}"
+    bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=two, extra="prune: true"))
+    agent = start(
+        bench,
+        str(bench.config_dir),
+        "--auto-apply",
+        "--max-archives",
+        "0",
+        "--interval",
+        "0.2s",
+        "--notify",
+        receiver.url,
+    )
+    try:
+        first = agent.wait_for(lambda d: d["appliedRevision"] and all_synced(d))["revision"]
+        bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=one, extra="prune: true"))
+        doc = agent.wait_for(lambda d: d["stalledRevision"] is not None, what="stalled")
+        stalled = doc["stalledRevision"]
+        assert "max-archives" in stalled["error"] or "archive" in stalled["error"]
+        assert doc["appliedRevision"] == first
+        assert doc["consecutiveFailures"] == 0  # no backoff: trying again cannot help
+        receiver.wait_for("failed", lambda b: "cannot be applied as it is" in b["text"])
+        # Cycles go on (the fleet is watched), the stalled revision is never tried again.
+        seen = newest(doc)
+        doc = agent.wait_for(lambda d: newest(d) >= seen + 3, what="more cycles")
+        assert [c["result"] for c in doc["cycles"]].count("stalled") == 1
+        assert not [w for w in bench.writes() if w["path"].endswith("/plan")]
+        bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=two, settings="temp: 0.4"))
+        doc = agent.wait_for(lambda d: d["stalledRevision"] is None and all_synced(d))
+        assert doc["appliedRevision"] != first
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
