@@ -166,3 +166,11 @@ def test_what_a_chatbot_costs_is_learned_from_the_slices() -> None:
     watch.done(taken, {"KEY": 1 + 3 * len(taken.chatbots)})  # three reads each
     assert watch.keys["KEY"].per_chatbot == pytest.approx(2.0)
     assert watch.shape("KEY").size == 9  # (20 - 1) // 2
+
+
+def test_a_limit_learned_after_a_whole_read_counts_at_once() -> None:
+    watch, clock = watching(60, rate=None, interval=60)
+    watch.restart()  # the first sync read everything, before any window was announced
+    assert watch.due_at() == clock.now + 60
+    watch.announced("KEY", 10, 1.0)  # learned from that sync's answers: 10/s, 2/s for it
+    assert watch.due_at() == clock.now + watch.shape("KEY").spacing == clock.now + 15

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from botctl.agent.findings import Findings, Seen
 from botctl.agent.log import Log, Redactor
@@ -43,7 +43,7 @@ from botctl.agent.notify import Notifier
 from botctl.agent.passes import Held, Passes
 from botctl.agent.source import Revision, Source
 from botctl.agent.status import AgentStatus, CycleRecord, now_iso
-from botctl.agent.watch import DEFAULT_BUDGET, DEFAULT_SLICE, Watch
+from botctl.agent.watch import DEFAULT_BUDGET, DEFAULT_SLICE, Slice, Watch
 from botctl.errors import BotctlError
 from botctl.models import Desired
 from botctl.pipeline.outcome import terminal
@@ -473,6 +473,8 @@ class Agent:
                 raise
             self._stall(held, record, self._words(str(exc)))
             return
+        if outcome.reason == "Held":
+            self.log.info("apply", f"revision {held.id} held: {outcome.held}")
         if outcome.reason == "StateNotWritten":
             record.error = self._words(
                 f"applied, but the state was not written: {outcome.state_error}"
@@ -503,12 +505,45 @@ class Agent:
     async def _slice(
         self, held: Held, ws: Workspace, record: CycleRecord, stats: RequestStats
     ) -> None:
-        """The watch's slice due: read, classified, and healed from the same read."""
+        """The watch's slice due, key by key: read at the key's budget, classified, and with
+        --self-heal what it found changed outside applied from that same read."""
         taken = self.watch.take()
-        metrics = self.status.metrics
+        drifted: list[DriftItem] = []
+        applied = True
+        for key, chatbots in taken.parts.items():
+            if self._pending == "webhook":  # a push came meanwhile: it goes first
+                self.status.metrics.watch_slices.labels(result="preempted").inc()
+                record.result = "preempted"
+                return
+            part = Slice({key: chatbots}, taken.at)
+            seen, live = await self._read_slice(held, ws, part, stats)
+            record.read += len(chatbots)
+            found = seen.healable() if self.settings.self_heal else []
+            if found:
+                ids = {i.bot.chatbot_id for i in found}
+                outcome, healed = await self.passes.heal(held, ws, record, ids, live)
+                self._seen(healed, held, record)
+                drifted += found
+                applied = applied and outcome.applied
+        if drifted:
+            self._conclude(record, applied, new=False, drifted=drifted)
+        else:
+            self._report_drift(record)
+
+    async def _read_slice(
+        self, held: Held, ws: Workspace, part: Slice, stats: RequestStats
+    ) -> tuple[Seen, Any]:
+        """One key's part of a slice, read at its budget's pace (never a burst the key's
+        other users would meet); a push may preempt it: it has written nothing."""
+        ((key, chatbots),) = part.parts.items()
+        pace, floor = self.watch.pace(key), ws.service.rate_limit
+        if pace is not None:
+            rate = min(pace, floor) if floor > 0 else pace
+            ws = replace(ws, service=replace(ws.service, rate_limit=rate))
+        metrics, sent = self.status.metrics, stats.by_key[key]
         self._reading = True
         try:
-            seen, live = await self.passes.observe(held, ws, taken.chatbots)
+            seen, live = await self.passes.observe(held, ws, chatbots)
         except asyncio.CancelledError:
             metrics.watch_slices.labels(result="preempted" if self._preempting else "failed").inc()
             raise
@@ -517,20 +552,15 @@ class Agent:
             raise
         finally:
             self._reading = False
-        self.watch.done(taken, dict(stats.by_key))
+        self.watch.done(part, {key: stats.by_key[key] - sent})
         metrics.watch_slices.labels(result="read").inc()
-        metrics.watch_read.inc(len(taken.chatbots))
-        self._seen(seen, held, record)
-        drifted = seen.healable() if self.settings.self_heal else []
-        if not drifted:
-            self._report_drift(record)
-            return
-        ids = {i.bot.chatbot_id for i in drifted}
-        outcome, healed = await self.passes.heal(held, ws, record, ids, live)
-        self._seen(healed, held, record)
-        self._conclude(record, outcome.applied, new=False, drifted=drifted)
+        metrics.watch_read.inc(len(chatbots))
+        self._seen(seen, held, record=None)
+        return seen, live
 
-    def _seen(self, seen: Seen, held: Held, record: CycleRecord, *, whole: bool = False) -> None:
+    def _seen(
+        self, seen: Seen, held: Held, record: CycleRecord | None, *, whole: bool = False
+    ) -> None:
         """A pass's findings into the statuses; its chatbots read now (``whole``: every
         chatbot was: the watch's next slice one spacing on)."""
         at = self.status.applied_revision == held.id or not self.settings.auto_apply
@@ -539,7 +569,8 @@ class Agent:
         if whole:
             self.watch.restart()
         self.status.ready = True
-        record.read = max(record.read, len(seen.covered))
+        if record is not None:
+            record.read = max(record.read, len(seen.covered))
 
     def _stall(self, held: Held, record: CycleRecord, error: str) -> None:
         """The plan of ``held`` cannot be applied as it is: reported once, not retried until

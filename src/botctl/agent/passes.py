@@ -120,7 +120,8 @@ class Passes:
         self, held: Held, base: Held | None, ws: Workspace, record: CycleRecord
     ) -> tuple[Outcome, Seen]:
         """Apply ``held`` under the lease: only the chatbots it changes against ``base`` (the
-        revision last applied; None: every chatbot), or those in ``only``."""
+        revision last applied; None: every chatbot), and those the state says are not all
+        applied."""
         before = base.loaded.fleet if base is not None else None
         scoper = _against(before, base.id if base is not None else "")
         return await self._reconcile(held, ws, record, scoper=scoper)

@@ -54,15 +54,20 @@ class _Key:
     rate: float | None = None  # the key's limit, requests per second; None: unknown
     source: LimitSource = "unknown"
     per_chatbot: float = 1.0  # requests a chatbot's own reads take (learned)
-    next_due: float = 0.0
+    # When its last slice was read (or its whole fleet): the next is due one spacing on, as
+    # the spacing is now (a limit learned meanwhile counts at once). None: due now.
+    since: float | None = None
     window: Window | None = None
 
 
 @dataclass(frozen=True)
 class Slice:
-    """The chatbots to read now, by key."""
+    """The chatbots to read now, by key; ``at``: when it was taken (its keys' next slices
+    are due one spacing on from then, so a slice read at the budget's pace, which takes
+    about a spacing, is followed by the next at once)."""
 
     parts: Mapping[str, tuple[str, ...]]
+    at: float = 0.0
 
     @property
     def chatbots(self) -> tuple[str, ...]:
@@ -116,7 +121,7 @@ class Watch:
             if name not in by_key:
                 del self.keys[name]
         for name, ids in by_key.items():
-            key = self.keys.setdefault(name, _Key(name, next_due=now))
+            key = self.keys.setdefault(name, _Key(name))
             key.chatbots = tuple(sorted(set(ids)))
         watched = {c for key in self.keys.values() for c in key.chatbots}
         for chatbot_id in list(self.last_read):
@@ -139,6 +144,11 @@ class Watch:
         if key.source != "rate-limit":
             self.limit(name, key.window.rate(), "announced")
 
+    def pace(self, name: str) -> float | None:
+        """The requests per second a slice of the key is read at: its budget (None: no
+        limit known, read as the run's pacing says)."""
+        return self.shape(name).budget
+
     def shape(self, name: str) -> Shape:
         key = self.keys[name]
         n = len(key.chatbots)
@@ -154,8 +164,12 @@ class Watch:
 
     def due_at(self) -> float | None:
         """When the next slice is due (clock time); None with nothing to watch."""
-        due = [k.next_due for k in self.keys.values() if k.chatbots]
+        due = [self._due(name) for name, k in self.keys.items() if k.chatbots]
         return min(due) if due else None
+
+    def _due(self, name: str) -> float:
+        since = self.keys[name].since
+        return self.clock() if since is None else since + self.shape(name).spacing
 
     def take(self) -> Slice:
         """The chatbots due now: for each key whose slice is due, its ``size`` chatbots read
@@ -163,20 +177,20 @@ class Watch:
         now = self.clock()
         parts: dict[str, tuple[str, ...]] = {}
         for name, key in self.keys.items():
-            if key.chatbots and key.next_due <= now:
+            if key.chatbots and self._due(name) <= now:
                 size = self.shape(name).size
                 order = heapq.nsmallest(
                     size, key.chatbots, key=lambda c: (self.last_read.get(c, -math.inf), c)
                 )
                 parts[name] = tuple(order)
-        return Slice(parts)
+        return Slice(parts, now)
 
     # --- what was read -------------------------------------------------------------------
 
     def done(self, read: Slice, requests: Mapping[str, int] | None = None) -> None:
         """``read`` was read (not preempted, not failed): its chatbots' reads are now, its
-        keys' next slices one spacing on; ``requests``: what each key's part sent, to learn
-        what a chatbot's reads cost."""
+        keys' next slices one spacing after it was taken; ``requests``: what each key's part
+        sent, to learn what a chatbot's reads cost."""
         now = self.clock()
         for name, ids in read.parts.items():
             key = self.keys.get(name)
@@ -187,7 +201,7 @@ class Watch:
                 measured = max(1.0, (sent - 1) / len(ids))
                 key.per_chatbot += _LEARNING * (measured - key.per_chatbot)
             self.read(ids, now)
-            key.next_due = now + self.shape(name).spacing
+            key.since = read.at
 
     def read(self, chatbot_ids: Iterable[str], at: float | None = None) -> None:
         """Chatbots read by another pass (a revision's apply, its read-back)."""
@@ -198,8 +212,8 @@ class Watch:
     def restart(self) -> None:
         """Every key's whole fleet was just read (``read``): its next slice one spacing on."""
         now = self.clock()
-        for name, key in self.keys.items():
-            key.next_due = now + self.shape(name).spacing
+        for key in self.keys.values():
+            key.since = now
 
     # --- what it says --------------------------------------------------------------------
 
@@ -242,5 +256,5 @@ class Watch:
             "sliceSeconds": round(shape.spacing, 2),
             "readsPerRound": round(shape.reads, 1),
             "coverSeconds": round(shape.cover, 1),
-            "nextSliceInSeconds": round(max(0.0, key.next_due - self.clock()), 1),
+            "nextSliceInSeconds": round(max(0.0, self._due(name) - self.clock()), 1),
         }
