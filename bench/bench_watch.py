@@ -16,6 +16,9 @@ bare repository) with ``--auto-apply`` and the defaults: ``--interval 60s``, ``-
 2. pushes: ``--pushes`` commits each changing one chatbot's settings, each followed by the
    signed webhook; the time from the webhook to the sandbox receiving the write, and the
    requests it received in between (the reads before the write).
+
+``--agent-rate-limit 10`` states the limit to the agent instead of letting it learn it from
+the announced window.
 """
 
 from __future__ import annotations
@@ -141,6 +144,12 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=180.0, help="seconds")
     parser.add_argument("--pushes", type=int, default=5)
     parser.add_argument("--rate", type=float, default=10.0)
+    parser.add_argument(
+        "--agent-rate-limit",
+        type=float,
+        default=None,
+        help="give the agent --rate-limit (the limit stated, not learned from the window)",
+    )
     args = parser.parse_args()
     options = ["--api-key", f"{KEY}:unlimited", "--rate-limit", str(args.rate)]
     with tempfile.TemporaryDirectory() as tmp, sandbox_server(Path(tmp), 20, options) as url:
@@ -159,6 +168,8 @@ def main() -> None:
             *("--state", str(work / "state.json"), "--cache-dir", str(work / "cache")),
             *("--auto-apply", "--webhook-secret-env", "HOOK"),
         ]
+        if args.agent_rate_limit is not None:
+            argv += ["--rate-limit", str(args.agent_rate_limit)]
         agent = AgentProcess(argv, env, work)
         try:
             started = time.monotonic()

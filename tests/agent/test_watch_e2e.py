@@ -109,6 +109,8 @@ def test_a_push_preempts_the_watch_and_reads_only_the_chatbot_it_changes(
     bench.admin("POST", "/faults", {**slow, "count": 10_000})
     until(lambda: in_flight(bench), agent, "a watch slice in flight")
     before = agent.status()
+    # No --rate-limit: the key's limit was learned from the window the sandbox announces.
+    assert before["watch"]["keys"][0]["limitFrom"] == "announced"
     reading = before["cycleInProgress"]
     assert reading is not None
 

@@ -220,8 +220,11 @@ class Pacer:
             try:
                 if self._announced or self._learned:
                     generation = self._generation
+                    # Steps of at least half the floor's spacing: a pace the floor holds
+                    # back (the agent's watch, at its budget) changes nothing sooner.
+                    quantum = max(_STEP, self._floor / 2)
                     while left > 0 and generation == self._generation:
-                        step = min(left, _STEP)
+                        step = min(left, quantum)
                         await self._sleep(step)
                         waited += step
                         left -= step
