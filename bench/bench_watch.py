@@ -133,7 +133,10 @@ def push(
             None,
         )
         if write is not None:
-            return time.monotonic() - sent, sum(1 for r in log if r["seq"] < write["seq"])
+            latency = time.monotonic() - sent
+            # The pass done (its read-back too) before the next push is made.
+            agent.wait_for(lambda d: d["appliedRevision"] == commit, 120, "applied")
+            return latency, sum(1 for r in log if r["seq"] < write["seq"])
         assert time.monotonic() - sent < 300, "no write"
         time.sleep(0.01)
 

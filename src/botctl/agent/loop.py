@@ -430,15 +430,22 @@ class Agent:
         error = self._words(problem)
         self.status.invalid = {"revision": revision.id, "error": error}
         keeping = f"; keeping {good_id}" if good_id else ""
-        self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
+        told = f"is invalid and was not applied{keeping}"
+        self._not_applied(revision, f"is invalid{keeping}", told, error, keptRevision=good_id)
+
+    def _not_applied(
+        self, revision: Revision, why: str, told: str, error: str, **fields: str | None
+    ) -> None:
+        """A revision not applied: ``why`` in the log, ``told`` in a ``failed``
+        notification (with ``fields``)."""
+        self.log.error("revision", f"revision {revision.id} {why}: {error}")
         self.notifier.notify(
             "failed",
-            f"botctl agent: revision {revision.short} of {self.status.source} is invalid and "
-            f"was not applied{keeping}:\n{error}",
+            f"botctl agent: revision {revision.short} of {self.status.source} {told}:\n{error}",
             source=self.status.source,
             revision=revision.id,
-            keptRevision=good_id,
             error=error,
+            **fields,
         )
 
     # --- the work of a cycle ----------------------------------------------------------------
@@ -578,15 +585,8 @@ class Agent:
         self._stalled = held.id
         self.status.stalled = {"revision": held.id, "error": error}
         record.result, record.error = "stalled", error
-        self.log.error("revision", f"revision {held.id} cannot be applied as it is: {error}")
-        self.notifier.notify(
-            "failed",
-            f"botctl agent: revision {held.revision.short} of {self.status.source} cannot be "
-            f"applied as it is (not retried until the next revision):\n{error}",
-            source=self.status.source,
-            revision=held.id,
-            error=error,
-        )
+        told = "cannot be applied as it is (not retried until the next revision)"
+        self._not_applied(held.revision, "cannot be applied as it is", told, error)
 
     def _conclude(
         self, record: CycleRecord, applied_ok: bool, *, new: bool, drifted: Sequence[DriftItem] = ()

@@ -144,7 +144,8 @@ class AgentOptions:
     type=Duration(),
     default="60s",
     show_default=True,
-    help="Time between cycles (a webhook triggers one at once).",
+    help="Time between fetches of the source (a webhook asks for one at once); the drift "
+    "watch reads no chatbot more often than this.",
 )
 @click.option(
     "--auto-apply",
