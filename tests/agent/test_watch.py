@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from botctl.agent.watch import Watch
+from botctl.agent.watch import LEARNED_SHARE, Watch
 
 
 class Clock:
@@ -151,10 +151,12 @@ def test_an_announced_window_is_learned_and_the_operators_limit_wins() -> None:
     watch = Watch(clock=clock)
     watch.fleet({"A": fleet(10, "a"), "B": fleet(10, "b")})
     watch.announced("A", 100, 4.0)
-    assert watch.keys["A"].rate == 25.0  # 100 per 4 s, as far as seen
+    # 100 per 4 s as far as seen: a window seen can only be shorter than the real one, so
+    # the rate it gives counts at 80 %.
+    assert watch.keys["A"].rate == 25.0 * LEARNED_SHARE == 20.0
     watch.announced("A", 100, 10.0)
     watch.announced("A", 100, 2.0)
-    assert (watch.keys["A"].rate, watch.keys["A"].source) == (10.0, "announced")
+    assert (watch.keys["A"].rate, watch.keys["A"].source) == (8.0, "announced")
     watch.limit("B", 5.0, "rate-limit")
     watch.announced("B", 100, 10.0)
     assert (watch.keys["B"].rate, watch.keys["B"].source) == (5.0, "rate-limit")
@@ -172,5 +174,5 @@ def test_a_limit_learned_after_a_whole_read_counts_at_once() -> None:
     watch, clock = watching(60, rate=None, interval=60)
     watch.restart()  # the first sync read everything, before any window was announced
     assert watch.due_at() == clock.now + 60
-    watch.announced("KEY", 10, 1.0)  # learned from that sync's answers: 10/s, 2/s for it
+    watch.announced("KEY", 10, 0.8)  # learned from that sync's answers: 10/s, 2/s for it
     assert watch.due_at() == clock.now + watch.shape("KEY").spacing == clock.now + 15
