@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -499,7 +499,7 @@ class Agent:
         self._seen(seen, held, record, whole=base is None)
         if outcome.applied and new:
             self.findings.now_at(held.id)
-        self._conclude(record, outcome.applied, new=new)
+        self._conclude(record, outcome.applied, seen.failures, new=new)
 
     async def _observe(self, held: Held, ws: Workspace, record: CycleRecord) -> None:
         """Plan only: a new revision's changed chatbots read (all of them, the first)."""
@@ -507,6 +507,7 @@ class Agent:
         seen, _ = await self.passes.observe(held, ws, chatbots)
         self._observed = held
         self._seen(seen, held, record, whole=chatbots is None)
+        self.findings.now_at(held.id)  # the others' files did not change
         self._report_drift(record)
 
     async def _slice(
@@ -516,6 +517,7 @@ class Agent:
         --self-heal what it found changed outside applied from that same read."""
         taken = self.watch.take()
         drifted: list[DriftItem] = []
+        failures: dict[str, str] = {}
         applied = True
         for key, chatbots in taken.parts.items():
             if self._pending == "webhook":  # a push came meanwhile: it goes first
@@ -531,9 +533,10 @@ class Agent:
                 outcome, healed = await self.passes.heal(held, ws, record, ids, live)
                 self._seen(healed, held, record)
                 drifted += found
+                failures.update(healed.failures)
                 applied = applied and outcome.applied
         if drifted:
-            self._conclude(record, applied, new=False, drifted=drifted)
+            self._conclude(record, applied, failures, new=False, drifted=drifted)
         else:
             self._report_drift(record)
 
@@ -589,13 +592,18 @@ class Agent:
         self._not_applied(held.revision, "cannot be applied as it is", told, error)
 
     def _conclude(
-        self, record: CycleRecord, applied_ok: bool, *, new: bool, drifted: Sequence[DriftItem] = ()
+        self,
+        record: CycleRecord,
+        applied_ok: bool,
+        failures: Mapping[str, str],
+        *,
+        new: bool,
+        drifted: Sequence[DriftItem] = (),
     ) -> None:
         """The result of a cycle that applied (or tried to)."""
-        if record.failed:  # every failed operation's chatbot is Failed
-            failures = [b.last_error for b in self.status.bots.values() if b.status == "Failed"]
+        if record.failed:  # every failed operation is in ``failures`` too
             record.result = "failed"
-            record.error = record.error or "; ".join(sorted({f for f in failures if f}))[:2000]
+            record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
         elif applied_ok and record.applied and new:
             record.result = "applied"
             self._reported_drift = frozenset()
