@@ -208,7 +208,9 @@ class Watch:
                 measured = max(1.0, (sent - 1) / len(ids))
                 key.per_chatbot += _LEARNING * (measured - key.per_chatbot)
             self.read(ids, now)
-            key.since = read.at
+            # Read at the budget's pace, the next slice follows from when this one began; no
+            # limit known, a whole round an interval after it ended (as a fetch is).
+            key.since = read.at if key.rate is not None else now
 
     def read(self, chatbot_ids: Iterable[str], at: float | None = None) -> None:
         """Chatbots read by another pass (a revision's apply, its read-back)."""
