@@ -82,6 +82,14 @@ def applied_after(number: int) -> Callable[[dict[str, Any]], bool]:
     return lambda d: any(c["result"] == "applied" and c["number"] > number for c in d["cycles"])
 
 
+def cycles_pass(*agents: AgentProcess, count: int = 2) -> None:
+    """Each agent finishes ``count`` more cycles: what any of them would have written by
+    then is in the request log (an observed wait, not a guessed sleep)."""
+    for agent in agents:
+        seen = newest(agent.status())
+        agent.wait_for(lambda d, seen=seen: newest(d) >= seen + count, what=f"{count} cycles")
+
+
 def settings_writes(bench: Bench) -> list[dict[str, Any]]:
     return [w for w in successful_writes(bench) if w["path"].endswith("/update-chatbot-settings")]
 
@@ -103,14 +111,14 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         ready = second.get("/readyz")
         assert ready.status_code == 200
         assert ready.json()["role"] == "standby"
-        time.sleep(1.0)  # both running: still one write per chatbot
+        cycles_pass(first, second)  # both running: still one write per chatbot
         assert len(settings_writes(bench)) == 3
 
         # A change: applied once, by the holder.
         seen = newest(first.status())
         bench.write("b0.yaml", bot_yaml("b0", "bot-0", settings="temp: 0.4"))
         first.wait_for(applied_after(seen), what="applied")
-        time.sleep(0.6)
+        cycles_pass(first, second)
         assert len(settings_writes(bench)) == 4
 
         # SIGKILL the holder: the standby takes over once the lease lapses.
@@ -136,7 +144,7 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         third.wait_for(applied_after(seen), what="applied by 3")
         second.proc.send_signal(signal.SIGCONT)
         second.wait_for(lambda d: d["role"] == "standby", 30, "the paused one stands by")
-        time.sleep(0.6)
+        cycles_pass(second, third)
         writes = settings_writes(bench)
         assert len(writes) == 6, writes
         bodies = Counter(str(sorted(w["body"].items())) for w in writes)
