@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from botctl.cli.console import run_async
-from botctl.pipeline.flows import apply_unattended
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace
 from botctl.service.options import ServiceOptions
 from botctl.service.pacing import RequestStats

@@ -25,7 +25,8 @@ import httpx
 
 from botctl.cli.console import run_async
 from botctl.defaults import DEFAULT_PARALLELISM
-from botctl.pipeline.flows import apply_unattended, make_plan
+from botctl.pipeline.flows import make_plan
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace
 from botctl.service.options import ServiceOptions
 

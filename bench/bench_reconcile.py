@@ -30,7 +30,8 @@ import httpx
 
 from botctl.cli.console import run_async
 from botctl.models import Live, LiveBot, State
-from botctl.pipeline.flows import apply_unattended, make_plan
+from botctl.pipeline.flows import make_plan
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace, load
 from botctl.reconcile.diff import compute_plan
 from botctl.resources.settings import ChatbotSettings

@@ -6,8 +6,9 @@ under three minutes on two cores), large in the long run.
 
 runs each family at its long size; each family's own variable (``BOTCTL_FAULT_SCHEDULES``,
 ``BOTCTL_FUZZ_EXAMPLES``, ``BOTCTL_SIGNAL_INSTANTS``, ``BOTCTL_KILL_INSTANTS`` for a rename
-killed mid-way, ``BOTCTL_ATTACK_CANDIDATES`` for the attacker's dictionary) sets any number
-and wins over both.
+killed mid-way, ``BOTCTL_ATTACK_CANDIDATES`` for the attacker's dictionary,
+``BOTCTL_WATCH_FLEET`` for the agent's fleet under its drift watch) sets any number and wins
+over both.
 """
 
 from __future__ import annotations
@@ -32,3 +33,4 @@ def sample_size(variable: str, default: int, long: int, *, slow_selected: bool =
 
 FAULT_SCHEDULES = sample_size("BOTCTL_FAULT_SCHEDULES", 16, 200)
 FUZZ_EXAMPLES = sample_size("BOTCTL_FUZZ_EXAMPLES", 30, 300)
+WATCH_FLEET = sample_size("BOTCTL_WATCH_FLEET", 24, 500)

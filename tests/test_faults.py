@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from botctl.errors import ServiceError
-from botctl.pipeline.flows import ApplyOutcome, apply_unattended, make_plan
+from botctl.pipeline.flows import make_plan
+from botctl.pipeline.outcome import Outcome
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace
 from botctl.service.options import ServiceOptions
 from botctl.store.state import load_state
@@ -102,14 +104,14 @@ def workspace(tmp: Path, api_url: str) -> Workspace:
     )
 
 
-def apply_once(ws: Workspace) -> ApplyOutcome | ServiceError | None:
+def apply_once(ws: Workspace) -> Outcome | ServiceError | None:
     try:
         return asyncio.run(apply_unattended(ws))
     except ServiceError as exc:  # e.g. a read that kept failing: nothing was written
         return exc
 
 
-def left_over(outcome: ApplyOutcome) -> set[tuple[str, str]]:
+def left_over(outcome: Outcome) -> set[tuple[str, str]]:
     return {
         (r.operation.bot.chatbot_id, r.operation.subject)
         for r in outcome.report.results

@@ -126,4 +126,4 @@ def test_the_standby_logs_the_holder_once_and_takes_over_as_its_lease_lapses(
     assert "holding the state's lease: reconciling" in holding
     assert f"taken over: its lease lapsed (pid {first.proc.pid} on" in holding
     assert doc["role"] == "active"
-    assert last_cycle(doc) == "synced"  # what the first applied, it found applied
+    assert last_cycle(doc) == "synced", doc  # what the first applied, it found applied

@@ -529,6 +529,7 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
     bench.env = {"BOTCTL_API_KEY": KEY}
     accepted = bench.run("drift", "--accept", str(ack), str(bench.config_dir))
     assert accepted.exit_code == 0, accepted.output
+    # The drift watch reads the fleet every interval (no rate limit is known).
     agent = start(
         bench,
         str(bench.config_dir),
@@ -539,31 +540,70 @@ def test_acknowledged_drift_is_not_healed_and_selectors_narrow_the_fleet(bench: 
         "--acknowledged",
         str(ack),
         "--interval",
-        "1h",
-        "--webhook-secret-env",
-        "HOOK_SECRET",
+        "0.3s",
     )
     try:
         doc = agent.wait_for(all_synced, what="first sync")
         assert [b["chatbotId"] for b in doc["chatbots"]] == ["bot-1"]
         assert all(w["body"]["chatbotId"] == "bot-1" for w in bench.writes())
+        # Accepted before the dashboard edit it covers (the watch would heal it meanwhile):
+        # the entry `drift --accept` writes for it.
+        until = "2099-01-01T00:00:00+00:00"
+        entry = {"chatbotId": "bot-1", "resource": "settings", "key": "model"}
+        ack.write_text(json.dumps({"entries": [{**entry, "live": "gpt-5-mini", "until": until}]}))
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-mini"}})
-        accepted = bench.run(
-            "drift", "--target", "support", "--accept", str(ack), str(bench.config_dir)
+        edited = newest(agent.status())
+        doc = agent.wait_for(
+            lambda d: any(c["number"] > edited + 1 and c["read"] for c in d["cycles"]),
+            what="a read after the edit",
         )
-        assert accepted.exit_code == 0, accepted.output
-        cycles = len(doc["cycles"])
-        body = push_body("1")
-        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
-        doc = agent.wait_for(lambda d: len(d["cycles"]) > cycles, what="a cycle")
         assert by_id(doc)["bot-1"]["status"] == "Synced"  # acknowledged: not counted
         assert settings_of(bench, "bot-1")["model"] == "gpt-5-mini"  # nor healed
         # The live value moves on: the acknowledgement no longer covers it.
         bench.admin("PATCH", "/chatbots/bot-1", {"settings": {"model": "gpt-5-nano"}})
-        body = push_body("2")
-        assert agent.hook(body, github_headers(body, HOOK)).status_code == 202
-        agent.wait_for(lambda d: last_cycle(d) == "healed", what="healed")
+        agent.wait_for(lambda d: any(c["result"] == "healed" for c in d["cycles"]), what="healed")
         assert settings_of(bench, "bot-1")["model"] == "gpt-4o-mini"
         assert "temp" not in settings_of(bench, "bot-2")  # never selected, never written
+    finally:
+        assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_a_revision_past_a_safety_cap_stalls_until_the_next_one(
+    bench: Bench, receiver: Receiver
+) -> None:
+    """A plan the safety caps refuse cannot pass by being tried again: the revision is
+    stalled (reported once, no backoff, never retried); the next revision is applied."""
+    bench.create_bot("bot-1", account=KEY)
+    two = "- {name: tier, type: text, label: Tier}\n- {name: plan, type: text, label: Plan}"
+    one = "- {name: tier, type: text, label: Tier}"
+    bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=two, extra="prune: true"))
+    agent = start(
+        bench,
+        str(bench.config_dir),
+        "--auto-apply",
+        "--max-archives",
+        "0",
+        "--interval",
+        "0.2s",
+        "--notify",
+        receiver.url,
+    )
+    try:
+        first = agent.wait_for(lambda d: d["appliedRevision"] and all_synced(d))["revision"]
+        bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=one, extra="prune: true"))
+        doc = agent.wait_for(lambda d: d["stalledRevision"] is not None, what="stalled")
+        stalled = doc["stalledRevision"]
+        assert "max-archives" in stalled["error"] or "archive" in stalled["error"]
+        assert doc["appliedRevision"] == first
+        assert doc["consecutiveFailures"] == 0  # no backoff: trying again cannot help
+        receiver.wait_for("failed", lambda b: "cannot be applied as it is" in b["text"])
+        # Cycles go on (the fleet is watched), the stalled revision is never tried again.
+        seen = newest(doc)
+        doc = agent.wait_for(lambda d: newest(d) >= seen + 3, what="more cycles")
+        assert [c["result"] for c in doc["cycles"]].count("stalled") == 1
+        assert not [w for w in bench.writes() if w["path"].endswith("/plan")]
+        bench.write("a.yaml", bot_yaml("support", "bot-1", attributes=two, settings="temp: 0.4"))
+        doc = agent.wait_for(lambda d: d["stalledRevision"] is None and all_synced(d))
+        assert doc["appliedRevision"] != first
     finally:
         assert agent.stop(signal.SIGTERM) == 0

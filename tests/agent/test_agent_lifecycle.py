@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from botctl.store.lock import read_lock
 from botctl.store.state import load_state
-from tests.agent.support import AgentProcess, last_cycle
+from tests.agent.support import AgentProcess, newest
 from tests.e2e_support import Bench, bot_yaml
 from tests.test_signals import assert_recorded, successful_writes, wait_until_answered
 
@@ -75,6 +76,20 @@ def test_sigterm_mid_apply_drains_records_and_exits_0(slow_bench: Bench) -> None
     assert set(creates.values()) == {1}
 
 
+def applied_after(number: int) -> Callable[[dict[str, Any]], bool]:
+    """A cycle after ``number`` applied a revision (a cycle's result stays the newest only
+    until the next: with --interval 0.2s, a fraction of a second)."""
+    return lambda d: any(c["result"] == "applied" and c["number"] > number for c in d["cycles"])
+
+
+def cycles_pass(*agents: AgentProcess, count: int = 2) -> None:
+    """Each agent finishes ``count`` more cycles: what any of them would have written by
+    then is in the request log (an observed wait, not a guessed sleep)."""
+    for agent in agents:
+        seen = newest(agent.status())
+        agent.wait_for(lambda d, seen=seen: newest(d) >= seen + count, what=f"{count} cycles")
+
+
 def settings_writes(bench: Bench) -> list[dict[str, Any]]:
     return [w for w in successful_writes(bench) if w["path"].endswith("/update-chatbot-settings")]
 
@@ -96,13 +111,14 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         ready = second.get("/readyz")
         assert ready.status_code == 200
         assert ready.json()["role"] == "standby"
-        time.sleep(1.0)  # both running: still one write per chatbot
+        cycles_pass(first, second)  # both running: still one write per chatbot
         assert len(settings_writes(bench)) == 3
 
         # A change: applied once, by the holder.
+        seen = newest(first.status())
         bench.write("b0.yaml", bot_yaml("b0", "bot-0", settings="temp: 0.4"))
-        first.wait_for(lambda d: last_cycle(d) == "applied", what="applied")
-        time.sleep(0.6)
+        first.wait_for(applied_after(seen), what="applied")
+        cycles_pass(first, second)
         assert len(settings_writes(bench)) == 4
 
         # SIGKILL the holder: the standby takes over once the lease lapses.
@@ -112,8 +128,9 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         holder = read_lock(bench.state_path)
         assert holder is not None
         assert holder.pid == second.proc.pid
+        seen = newest(second.status())
         bench.write("b1.yaml", bot_yaml("b1", "bot-1", settings="temp: 0.5"))
-        second.wait_for(lambda d: last_cycle(d) == "applied", what="applied by 2")
+        second.wait_for(applied_after(seen), what="applied by 2")
         assert len(settings_writes(bench)) == 5
 
         # Pause the new holder past its lease: a third agent takes over; once resumed, the
@@ -122,11 +139,12 @@ def test_two_agents_one_writer_and_the_standby_takes_over(bench: Bench) -> None:
         third = start(bench, *flags)
         agents.append(third)
         third.wait_for(lambda d: d["role"] == "active", 30, "third takes over")
+        seen = newest(third.status())
         bench.write("b2.yaml", bot_yaml("b2", "bot-2", settings="temp: 0.6"))
-        third.wait_for(lambda d: last_cycle(d) == "applied", what="applied by 3")
+        third.wait_for(applied_after(seen), what="applied by 3")
         second.proc.send_signal(signal.SIGCONT)
         second.wait_for(lambda d: d["role"] == "standby", 30, "the paused one stands by")
-        time.sleep(0.6)
+        cycles_pass(second, third)
         writes = settings_writes(bench)
         assert len(writes) == 6, writes
         bodies = Counter(str(sorted(w["body"].items())) for w in writes)

@@ -15,6 +15,7 @@ from botctl.agent.source import (
     DirectorySource,
     GitSource,
     RevisionLimits,
+    Source,
     SourceError,
     open_source,
 )
@@ -234,3 +235,60 @@ def test_only_yaml_is_unpacked_and_memory_stays_bounded_whatever_the_commit_hold
     assert revision == commit
     assert names == ["a.yaml"]
     assert peak < 100, peak  # MiB: the interpreter and botctl (about 55), not the file
+
+
+def test_agents_sharing_a_cache_dir_take_slots_of_their_own_and_keep_their_revisions(
+    tmp_path: Path,
+) -> None:
+    """Two agents started from one directory share the default --cache-dir: each takes a
+    slot, so one's new revision never deletes the revision the other runs (a cycle of the
+    other failed with "no such file")."""
+    config, cache = tmp_path / "bots", tmp_path / "cache"
+    config.mkdir()
+    (config / "a.yaml").write_text("one: 1\n")
+    first = open_source(str(config), cache)
+    running = first.fetch()
+    (config / "a.yaml").write_text("one: 2\n")
+    second = open_source(str(config), cache)
+    newer = second.fetch()
+    second.retain({newer.id})
+    assert newer.id != running.id
+    assert (running.directory / "a.yaml").read_text() == "one: 1\n"
+    assert first.slot is not None
+    assert second.slot is not None
+    assert (first.slot.path.name, second.slot.path.name) == ("slot-0", "slot-1")
+    # The first agent gone, its slot is free again: a restarted agent finds its copies.
+    first.slot.release()
+    again = open_source(str(config), cache)
+    assert again.slot is not None
+    assert again.slot.path.name == "slot-0"
+    assert again.fetch().id == newer.id
+
+
+def test_a_killed_agent_frees_its_slot(tmp_path: Path) -> None:
+    """The slot's lock is the kernel's: a process killed outright releases it."""
+    cache = tmp_path / "cache"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from botctl.agent.cachedir import claim_slot; "
+            f"claim_slot(Path({str(cache)!r})); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        assert slot_of(open_source(str(tmp_path), cache)) == "slot-1"
+    finally:
+        holder.kill()
+        holder.wait(10)
+    assert slot_of(open_source(str(tmp_path), cache)) == "slot-0"
+
+
+def slot_of(source: Source) -> str:
+    assert source.slot is not None
+    return source.slot.path.name

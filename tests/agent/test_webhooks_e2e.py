@@ -25,7 +25,7 @@ from tests.agent.support import (
     one_bot,
     push_body,
 )
-from tests.e2e_support import Bench
+from tests.e2e_support import Bench, bot_yaml
 
 HOOK = "hook-secret-8080"
 
@@ -78,8 +78,10 @@ def test_pushes_during_a_cycle_coalesce_into_one_more_cycle(bench: Bench) -> Non
     agent = start(bench, "--interval", "1h")
     try:
         cycles = newest(agent.wait_for(lambda d: d["appliedRevision"] and idle(d), what="sync"))
-        # The next cycle's first read takes 5 s: the pushes below arrive while it runs.
+        # The next cycle applies a new revision, whose read takes 5 s: the pushes below
+        # arrive while it runs.
         bench.admin("POST", "/faults", {"method": "GET", "path": "*", "latency_ms": 5000})
+        bench.write("support.yaml", bot_yaml("support", "bot-1", settings="temp: 0.3"))
         body = push_body("first")
         assert agent.hook(body, github_headers(body, HOOK)).json()["cycle"] == "now"
         agent.wait_for(lambda d: d["cycleInProgress"] == cycles + 1, what="the cycle running")

@@ -104,6 +104,7 @@ def make_app(
         return JSONResponse(doc, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:
+        status.refresh_watch_gauges()
         text = redact(generate_latest(status.metrics.registry).decode("utf-8"))
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 

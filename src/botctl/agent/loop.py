@@ -1,20 +1,30 @@
-"""The reconcile loop: every ``interval`` seconds, and at once when triggered (the webhook):
+"""The agent's loop: the second driver of the reconciler (``pipeline.reconciler``; ``botctl
+apply`` is the first), with its lease, its revisions and its drift watch.
 
-1. fetch the source; a new revision is validated (``pipeline.workspace.load``): one that
-   fails is *not* used, its located error is reported (status, log, notification) and the
-   last good revision stays;
-2. drift of the good revision (``pipeline.flows.make_drift``: the plan against the service
-   and the state, classified), acknowledgements applied;
-3. with ``--auto-apply``, apply (``pipeline.flows.run_apply``, under the agent's lease) when
-   the revision is new; with ``--self-heal`` also when values were changed outside, and every
-   ``--reassert-every`` with the write-only values re-sent;
-4. each chatbot's status from the drift after it, and the apply's failures.
+Every ``interval`` seconds, and at once when triggered (the webhook), a cycle:
+
+1. fetches the source; a new revision is validated and loaded once (``agent.passes.Held``):
+   one that fails is *not* used, its located error is reported (status, log, notification)
+   and the last good revision stays;
+2. with ``--auto-apply``, applies a new revision under the agent's lease, reading only the
+   chatbots it changes against the revision last applied (``Passes.apply``); without it,
+   reads only those (plan only); every ``--reassert-every`` (with ``--self-heal``) applies
+   the whole revision with the write-only values re-sent;
+3. otherwise, when the drift watch's next slice is due (``agent.watch``), reads that slice,
+   within ``--watch-budget`` percent of each key's limit, and with ``--self-heal`` applies
+   what it found changed outside, from the same read.
+
+A slice due between two fetches is a cycle of its own (trigger ``watch``). Each chatbot's
+status comes from the pass that last read it (``agent.findings``). A push preempts a slice
+being read (``trigger``): the slice is given up, having written nothing, and read again next.
 
 A failing cycle is retried after an exponential backoff (``backoff_base`` doubling, at most
-``backoff_max``), never in a hot loop. Triggers coalesce: however many arrive, at most one
-cycle is pending, run as soon as the one in progress ends; during a backoff it waits for the
-backoff's end (webhooks cannot drive a failing agent faster). Only the holder of the state's
-lease reconciles: a standby tries to take it every cycle.
+``backoff_max``), never in a hot loop; a revision the plan refuses as it is (a safety cap, a
+change the service cannot make: ``pipeline.outcome.terminal``) is *stalled*: reported, not
+retried until the next revision. Triggers coalesce: however many arrive, at most one cycle is
+pending, run as soon as the one in progress ends; during a backoff it waits for the backoff's
+end (webhooks cannot drive a failing agent faster). Only the holder of the state's lease
+reconciles: a standby tries to take it every cycle.
 """
 
 from __future__ import annotations
@@ -22,34 +32,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from botctl.agent import persist
 from botctl.agent.control import Hold, iso, suspension_words
-from botctl.agent.diffview import BotDiff, diffs
+from botctl.agent.findings import Findings, Seen
 from botctl.agent.log import Log, Redactor
 from botctl.agent.notify import Notifier
+from botctl.agent.passes import Held, Passes
 from botctl.agent.source import Revision, Source
-from botctl.agent.status import AgentStatus, BotStatus, CycleRecord, now_iso
+from botctl.agent.status import AgentStatus, CycleRecord, now_iso
+from botctl.agent.watch import DEFAULT_BUDGET, DEFAULT_SLICE, Slice, Watch
 from botctl.errors import BotctlError
-from botctl.pipeline.flows import make_drift_and_plan, run_apply
-from botctl.pipeline.workspace import Workspace, load
-from botctl.plan import Plan
-from botctl.reconcile.apply import OpResult, Stop, StopEvent
-from botctl.reconcile.drift import DriftItem, DriftReport, acknowledge
+from botctl.models import Desired
+from botctl.pipeline.outcome import Outcome, terminal
+from botctl.pipeline.reconciler import Gate, load
+from botctl.pipeline.workspace import Workspace
+from botctl.reconcile.apply import Stop
+from botctl.reconcile.drift import DriftItem
 from botctl.resources.agentrecord import AgentRecord, LastApplied
 from botctl.service.pacing import RequestStats
-from botctl.store.acknowledgements import read_acknowledgements
-from botctl.store.backend import LeaseLost, LockInfo
-from botctl.store.backends import open_backend
-from botctl.store.lock import Lease, LeasedBackend
+from botctl.store.backend import LockInfo
+from botctl.store.lock import Lease
 
-Trigger = Literal["start", "interval", "webhook", "retry", "control"]
-HEALABLE = ("changed_outside", "conflict")
+Trigger = Literal["start", "interval", "webhook", "retry", "watch", "control"]
+PUSHES = ("webhook", "control")  # triggers that preempt a watch slice being read
 STATE_WRITES_GRACE = 5.0  # seconds a stopping agent waits for its record's writes in line
 
 
@@ -63,6 +74,8 @@ class AgentSettings:
     backoff_max: float = 300.0
     drain_timeout: float = 20.0
     acknowledged: Path | None = None
+    watch_budget: float = DEFAULT_BUDGET  # percent of each key's limit
+    watch_slice: float = DEFAULT_SLICE  # seconds between slices at the budget
 
 
 class Agent:
@@ -76,6 +89,7 @@ class Agent:
         log: Log,
         notifier: Notifier,
         redact: Redactor,
+        gate: Gate | None = None,
     ) -> None:
         self.source = source
         self.make_workspace = make_workspace
@@ -86,22 +100,41 @@ class Agent:
         self.notifier = notifier
         self.redact = redact
         self.stopping: int | None = None  # the signal that asked the agent to stop
+        self.watch = Watch(settings.watch_budget, settings.interval, settings.watch_slice)
+        status.watch = self.watch
+        self.findings = Findings(status, log, redact)
+        # The state's writers in this process, one at a time: a pass that applies, and the
+        # agent's own record (``persist``), each a compare-and-swap write that would fail the
+        # other's.
+        self.state_writes = asyncio.Lock()
+        self.passes = Passes(
+            lease,
+            log,
+            status.metrics,
+            self._words,
+            drain_timeout=settings.drain_timeout,
+            acknowledged=settings.acknowledged,
+            stop_for=self._apply_stopping,
+            writes=self.state_writes,
+            gate=gate,
+        )
         self._wake = asyncio.Event()
         self._pending: Trigger | None = None  # the cycle asked for, not started yet
-        self._good: tuple[Revision, Workspace] | None = None
+        self._good: Held | None = None
         self._bad: str | None = None  # the newest revision, when it failed validation
+        self._applied: Held | None = None  # the revision last applied whole (auto-apply)
+        self._observed: Held | None = None  # the revision last read whole (plan only)
+        self._stalled: str | None = None  # a revision the plan refused as it is
         self._apply_stop: Stop | None = None
         self._cycle: asyncio.Task[None] | None = None
+        self._reading = False  # a watch slice is being read: a push may preempt it
+        self._preempting = False
+        self._fetch_due = 0.0  # when the next fetch is due (monotonic)
         self._last_reassert: float | None = None
         self._reported_drift: frozenset[tuple[str, str, str]] = frozenset()
         self._numbers = 0
-        self._unsynced: set[str] = set()  # chatbots the last plan would write to
-        self._diffs: dict[str, BotDiff] = {}  # each chatbot's entries of the last drift
         self._urgent = False  # the pending cycle ends a backoff (an operator's sync)
         self._held_words: str | None = None  # the hold last logged
-        # The state's writers in this process, one at a time: an apply, and the agent's own
-        # record (``persist``), each a compare-and-swap write that would fail the other's.
-        self.state_writes = asyncio.Lock()
         # While standing by: the holder last logged (its holder id), and the wall-clock time
         # its lease lapses unless renewed, when the next try is due (not a whole interval on).
         self._holder_seen: str | None = None
@@ -112,12 +145,17 @@ class Agent:
     def trigger(self, why: Trigger = "webhook", *, urgent: bool = False) -> str:
         """Ask for a cycle; when it will run, in words. At most one is pending: it runs as
         soon as the cycle in progress ends, or, during a backoff, when the backoff ends
-        (unless ``urgent``: an operator's sync runs at once)."""
+        (unless ``urgent``: an operator's sync runs at once). A push or an operator's sync
+        preempts a watch slice being read (it has written nothing)."""
         self._pending = self.status.pending = why
         self._urgent = self._urgent or urgent
         self._wake.set()
         if self.status.failures and not self._urgent:
             return f"when the backoff ends ({self.status.next_cycle})"
+        if why in PUSHES and self._reading and self._cycle is not None:
+            self._preempting = True
+            self._cycle.cancel()
+            return "now"
         return "after the cycle in progress" if self.status.running is not None else "now"
 
     def next_cycle_number(self) -> int:
@@ -139,6 +177,9 @@ class Agent:
         elif self._cycle is not None and not self._cycle.done():
             self._cycle.cancel()
         self._wake.set()
+
+    def _apply_stopping(self, stop: Stop | None) -> None:
+        self._apply_stop = stop
 
     async def run(self) -> None:
         why: Trigger = "start"
@@ -164,7 +205,8 @@ class Agent:
 
     async def _wait(self) -> Trigger:
         backing_off = self.status.failures > 0
-        delay = self.status.backoff if backing_off else self.settings.interval
+        delay = self.status.backoff if backing_off else self._next_due() - time.monotonic()
+        delay = max(0.0, delay)
         if self.status.role == "standby" and self._holder_expires is not None:
             # Try again as the holder's lease would lapse: failover within the lease, not
             # the lease plus an interval (a renewed lease just means another wait).
@@ -186,9 +228,19 @@ class Agent:
                     await self._wake.wait()
             except TimeoutError:
                 break
-        why = self._pending or ("retry" if backing_off else "interval")
+        why = self._pending or ("retry" if backing_off else self._due())
         self._pending, self._urgent = None, False  # status.pending too, once it started
         return why
+
+    def _next_due(self) -> float:
+        """When the next fetch or watch slice is due (monotonic)."""
+        due = self.watch.due_at() if self.status.role == "active" else None
+        return self._fetch_due if due is None else min(self._fetch_due, due)
+
+    def _due(self) -> Trigger:
+        """What the end of a wait is for: a fetch, or only the watch's slice."""
+        fetch = self.status.role != "active" or time.monotonic() >= self._fetch_due
+        return "interval" if fetch or self._good is None else "watch"
 
     def _survive(self, exc: Exception) -> None:
         """A cycle's own error path failed (out of file descriptors while describing the
@@ -212,10 +264,12 @@ class Agent:
         self.status.running, self.status.pending = record.number, None
         self.status.watchdog.beat()
         failed_before = self.status.failures
+        stats = RequestStats()
+        self.status.watchdog.follow(stats)
         try:
-            await self._reconcile(record)
+            await self._reconcile(record, trigger, stats)
         except asyncio.CancelledError:
-            record.result = "interrupted"
+            record.result = "preempted" if self._preempting else "interrupted"
             raise
         except BotctlError as exc:
             record.result, record.error = "failed", self._words(str(exc))
@@ -223,36 +277,30 @@ class Agent:
             record.result = "failed"
             record.error = self._words(f"unexpected {type(exc).__name__}: {exc}")
         finally:
+            self._preempting = self._reading = False
+            if trigger != "watch":  # the next fetch an interval after this one ends
+                self._fetch_due = time.monotonic() + self.settings.interval
             record.finished = now_iso()
             record.duration = time.monotonic() - started
+            record.requests = stats.total
+            self._learn(stats)
             self.status.running = None
             self.status.watchdog.beat()
             self._finish(record, failed_before)
+
+    def _learn(self, stats: RequestStats) -> None:
+        """The cycle's requests counted; the windows its answers announced learned."""
+        self.status.metrics.count_requests(stats)
+        for key, (limit, longest) in stats.windows.items():
+            self.watch.announced(key, limit, longest)
 
     def _finish(self, record: CycleRecord, failed_before: int) -> None:
         status = self.status
         status.cycles.append(record)
         status.metrics.cycles.labels(result=record.result).inc()
         if record.result == "failed":
-            status.ready = False
-            status.failures += 1
-            status.last_error = record.error
-            status.backoff = self._backoff(status.failures)
-            self.log.error(
-                "cycle",
-                f"cycle {record.number} failed: {record.error}",
-                revision=record.revision,
-                backoff=status.backoff,
-            )
-            if failed_before == 0:
-                self.notifier.notify(
-                    "failed",
-                    f"botctl agent: sync failed for {status.source}: {record.error}",
-                    source=status.source,
-                    revision=record.revision,
-                    error=record.error,
-                )
-        elif record.result not in ("standby", "interrupted"):
+            self._failed(record, failed_before)
+        elif record.result not in ("standby", "interrupted", "preempted", "stalled"):
             if failed_before:
                 self.log.info("cycle", f"recovered after {failed_before} failed cycle(s)")
                 self.notifier.notify(
@@ -269,9 +317,33 @@ class Agent:
                 f"cycle {record.number}: {record.result}",
                 revision=record.revision,
                 applied=record.applied or None,
+                read=record.read or None,
                 seconds=round(record.duration, 3),
             )
+        elif record.result == "preempted":
+            self.log.info("cycle", f"cycle {record.number}: preempted by a push (wrote nothing)")
         status.refresh_gauges()
+
+    def _failed(self, record: CycleRecord, failed_before: int) -> None:
+        status = self.status
+        status.ready = False
+        status.failures += 1
+        status.last_error = record.error
+        status.backoff = self._backoff(status.failures)
+        self.log.error(
+            "cycle",
+            f"cycle {record.number} failed: {record.error}",
+            revision=record.revision,
+            backoff=status.backoff,
+        )
+        if failed_before == 0:
+            self.notifier.notify(
+                "failed",
+                f"botctl agent: sync failed for {status.source}: {record.error}",
+                source=status.source,
+                revision=record.revision,
+                error=record.error,
+            )
 
     def _words(self, text: str) -> str:
         """An error as the user reads it: the source's paths, secrets masked. Never raises:
@@ -280,7 +352,28 @@ class Agent:
             text = self.source.display(text)
         return self.redact(text)
 
-    async def _reconcile(self, record: CycleRecord) -> None:
+    async def _reconcile(self, record: CycleRecord, trigger: Trigger, stats: RequestStats) -> None:
+        if not await self._holding(record):
+            return
+        invalid = self._bad is not None
+        if trigger != "watch":
+            revision = await asyncio.to_thread(self.source.fetch)
+            record.revision = revision.id
+            invalid = await self._consider(revision)
+        if self._good is None:
+            record.result = "invalid"
+            return
+        held = self._good
+        record.revision = held.id
+        # Every request of the cycle is fenced by the lease: none goes out once it is lost,
+        # or when less than its margin is left (a process paused past it sends nothing).
+        service = replace(held.ws.service, stats=stats, fence=self.lease.fence)
+        await self._work(held, replace(held.ws, service=service), record, stats)
+        if invalid and record.result in ("synced", "drifted", "out_of_sync"):
+            record.result = "invalid"
+
+    async def _holding(self, record: CycleRecord) -> bool:
+        """Whether this agent holds the lease (taken if free); standing by otherwise."""
         status = self.status
         if not await asyncio.to_thread(self.lease.try_acquire):
             holder = await asyncio.to_thread(self.lease.holder)
@@ -289,7 +382,7 @@ class Agent:
             status.controls.known = False  # the holder may change it: read again on taking over
             self._standing_by(holder)
             record.result = "standby"
-            return
+            return False
         if status.role != "active":
             how = f" ({self.lease.took_over})" if self.lease.took_over else ""
             self.log.info("lease", f"holding the state's lease: reconciling{how}")
@@ -297,17 +390,7 @@ class Agent:
         self._holder_seen = self._holder_expires = None
         if not status.controls.known:
             await self._take_over_record()
-        revision = await asyncio.to_thread(self.source.fetch)
-        record.revision = revision.id
-        invalid = await self._consider(revision)
-        if self._good is None:
-            record.result = "invalid"
-            return
-        good, ws = self._good
-        record.revision = good.id
-        await self._reconcile_revision(good, ws, record)
-        if invalid and record.result in ("synced", "drifted", "out_of_sync"):
-            record.result = "invalid"
+        return True
 
     def _standing_by(self, holder: LockInfo | None) -> None:
         """Log who holds the lease, once per holder (not every cycle); remember when its
@@ -332,27 +415,45 @@ class Agent:
             holder=holder.holder or None,
         )
 
+    # --- revisions ------------------------------------------------------------------------
+
     async def _consider(self, revision: Revision) -> bool:
-        """Validate a revision not seen yet; True when the newest revision is invalid."""
-        good_id = self._good[0].id if self._good is not None else None
+        """Validate (and load, once) a revision not seen yet; True when the newest revision
+        is invalid."""
+        good_id = self._good.id if self._good is not None else None
         if revision.id in (good_id, self._bad):
             return revision.id == self._bad
         try:
             if revision.problem is not None:
                 raise BotctlError(revision.problem)
             ws = self.make_workspace(revision.directory)
-            desired = await asyncio.to_thread(load, ws)
+            loaded = await asyncio.to_thread(load, ws)
         except BotctlError as exc:
             self._refuse(revision, str(exc), good_id)
             return True
+        desired = loaded.desired
         self.redact.add_variables(bot.api_key_env for bot in desired.bots)
         self.log.info("revision", f"new revision {revision.id}: {len(desired.bots)} chatbot(s)")
-        self._good, self._bad = (revision, ws), None
+        self._good, self._bad = Held(revision, ws, loaded), None
         self.status.refuse_revision(None)
         self.status.revision = revision.id
         self.status.bots_in((b.name, b.chatbot_id) for b in desired.bots)
+        self.findings.keep({b.chatbot_id for b in desired.bots})
+        self._watching(desired, ws)
         self.source.retain({revision.id})
         return False
+
+    def _watching(self, desired: Desired, ws: Workspace) -> None:
+        """The watch follows the revision's chatbots; ``--rate-limit`` is each key's limit."""
+        by_key: dict[str, list[str]] = {}
+        for bot in desired.bots:
+            by_key.setdefault(bot.api_key_env, []).append(bot.chatbot_id)
+        self.watch.fleet(by_key)
+        for key in by_key:
+            if ws.service.rate_limit > 0:
+                self.watch.limit(key, ws.service.rate_limit, "rate-limit")
+            elif self.watch.keys[key].source == "rate-limit":
+                self.watch.limit(key, None, "unknown")  # no longer given: learned again
 
     def _refuse(self, revision: Revision, problem: str, good_id: str | None) -> None:
         """``revision`` is invalid: reported (status, log, notification), never applied."""
@@ -360,132 +461,254 @@ class Agent:
         error = self._words(problem)
         self.status.refuse_revision({"revision": revision.id, "error": error})
         keeping = f"; keeping {good_id}" if good_id else ""
-        self.log.error("revision", f"revision {revision.id} is invalid{keeping}: {error}")
+        told = f"is invalid and was not applied{keeping}"
+        self._not_applied(revision, f"is invalid{keeping}", told, error, keptRevision=good_id)
+
+    def _not_applied(
+        self, revision: Revision, why: str, told: str, error: str, **fields: str | None
+    ) -> None:
+        """A revision not applied: ``why`` in the log, ``told`` in a ``failed``
+        notification (with ``fields``)."""
+        self.log.error("revision", f"revision {revision.id} {why}: {error}")
         self.notifier.notify(
             "failed",
-            f"botctl agent: revision {revision.short} of {self.status.source} is invalid and "
-            f"was not applied{keeping}:\n{error}",
+            f"botctl agent: revision {revision.short} of {self.status.source} {told}:\n{error}",
             source=self.status.source,
             revision=revision.id,
-            keptRevision=good_id,
             error=error,
+            **fields,
         )
 
-    async def _drift(self, ws: Workspace) -> DriftReport:
-        report, plan = await make_drift_and_plan(ws)
-        if self.settings.acknowledged is not None:
-            entries = read_acknowledgements(self.settings.acknowledged)
-            report = acknowledge(report, entries, datetime.now(UTC))
-        # What the plan would send beyond what drift classifies: a value nothing can read and
-        # nothing records (confidence unknown). Those chatbots are out of sync too.
-        self._unsynced = {
-            bot.chatbot_id
-            for bot, change in plan.changes()
-            if change.confidence == "unknown" and change.action != "reassert"
-        }
-        self._diffs = diffs(report, plan, self.redact)
-        return report
+    # --- the work of a cycle ----------------------------------------------------------------
 
-    async def _reconcile_revision(
-        self, revision: Revision, ws: Workspace, record: CycleRecord
+    async def _work(
+        self, held: Held, ws: Workspace, record: CycleRecord, stats: RequestStats
     ) -> None:
-        stats = RequestStats()
-        self.status.watchdog.follow(stats)
-        # Every request of the cycle is fenced by the lease: none goes out once it is lost,
-        # or when less than its margin is left (a process paused past it sends nothing).
-        ws = replace(ws, service=replace(ws.service, stats=stats, fence=self.lease.fence))
-        try:
-            new = revision.id != self.status.applied_revision
-            hold = self._hold(record) if self.settings.auto_apply else None
-            applying = self.settings.auto_apply and hold is None
-            report: DriftReport | None = None
-            drifted: list[DriftItem] = []
-            if not (applying and new):
-                # A new revision to apply needs no drift first: the apply plans it, and the
-                # drift after it gives the statuses (one pass of reads fewer per push).
-                report = await self._drift(ws)
-                self.status.ready = True
-                drifted = [i for i in report.counted if i.drift_class in HEALABLE]
-            heal = self.settings.self_heal and bool(drifted)
-            reassert = self._reassert_due()
-            failures: dict[str, str] = {}
-            applied_ok = False
-            if applying and (new or heal or reassert):
-                changed: set[str] = set()
-                applied_ok = await self._apply(
-                    replace(ws, reassert=reassert), record, failures, changed
-                )
-                if changed:
-                    await self._remember_applied(revision, changed)
-                if applied_ok:
-                    if new:
-                        self.status.applied_revision = revision.id
-                    if reassert:
-                        self._last_reassert = time.monotonic()
-                if self.stopping is not None:
-                    record.result = "interrupted"
-                    return
-                report = await self._drift(ws)
-                self.status.ready = True
-            elif hold is not None and (new or heal or reassert):
-                self._held(record, hold)
-            assert report is not None
-            self._statuses(report, revision, failures)
-            if record.failed:  # every failed operation is in failures too
-                record.result = "failed"
-                record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
-            elif applied_ok and record.applied and new:
-                record.result = "applied"
-                self.notifier.notify(
-                    "synced",
-                    f"botctl agent: revision {revision.short} applied "
-                    f"({record.applied} operation(s))",
-                    source=self.status.source,
-                    revision=revision.id,
-                    applied=record.applied,
-                )
-            elif applied_ok and record.applied:
-                record.result = "healed"
-                if drifted:  # a scheduled re-send (--reassert-every) alone is routine: no news
-                    self.notifier.notify(
-                        "healed",
-                        f"botctl agent: healed {len(drifted)} value(s) changed outside on "
-                        f"{_names(drifted)}",
-                        source=self.status.source,
-                        revision=revision.id,
-                        items=[i.to_document() for i in drifted],
-                    )
-            self._report_drift(report, record)
-        finally:
-            self.status.metrics.count_requests(stats)
+        """What this cycle reads and writes: a new revision applied (or observed), a
+        reassertion, or the watch's slice when due; else nothing (the fleet as last read)."""
+        reassert = self._reassert_due()
+        new = held.id != self.status.applied_revision
+        auto = self.settings.auto_apply
+        wants = auto and held.id != self._stalled and (new or reassert)
+        hold = self._hold(record) if auto else None
+        if wants and hold is not None:
+            self._held(record, hold)  # drift is still read and reported
+        if wants and hold is None:
+            await self._apply(held, ws, record, reassert=reassert)
+        elif (wants or not auto) and self._observed is not held:
+            await self._observe(held, ws, record)
+        elif self._slice_due():
+            await self._slice(held, ws, record, stats, hold)
+        else:
+            self._report_drift(record)
 
-    def _report_drift(self, report: DriftReport, record: CycleRecord) -> None:
-        if record.result not in ("synced",):
-            if record.result in ("applied", "healed"):
-                self._reported_drift = frozenset()
+    async def _apply(
+        self, held: Held, ws: Workspace, record: CycleRecord, *, reassert: bool
+    ) -> None:
+        new = held.id != self.status.applied_revision
+        base = None if reassert else self._applied
+        try:
+            outcome, seen = await self.passes.apply(
+                held, base, replace(ws, reassert=reassert), record
+            )
+        except BotctlError as exc:
+            if not terminal(exc):
+                raise
+            self._stall(held, record, self._words(str(exc)))
             return
-        drift = [i for i in report.counted if i.drift_class != "pending"]
-        pending = [i for i in report.counted if i.drift_class == "pending"]
+        if outcome.reason == "Held":
+            self.log.info("apply", f"revision {held.id} held: {outcome.held}")
+        if outcome.reason == "StateNotWritten":
+            record.error = self._words(
+                f"applied, but the state was not written: {outcome.state_error}"
+            )
+            record.failed = max(record.failed, 1)
+        await self._remember_applied(held.revision, outcome)
+        if outcome.applied:
+            if new:
+                self.status.applied_revision, self._applied = held.id, held
+                self._stalled = self.status.stalled = None
+            if reassert:
+                self._last_reassert = time.monotonic()
+        if self.stopping is not None:
+            record.result = "interrupted"
+            return
+        self._seen(seen, held, record, whole=base is None)
+        if outcome.applied and new:
+            self.findings.now_at(held.id)
+        self._conclude(record, outcome.applied, seen.failures, new=new)
+
+    async def _observe(self, held: Held, ws: Workspace, record: CycleRecord) -> None:
+        """Plan only: a new revision's changed chatbots read (all of them, the first)."""
+        chatbots = self.passes.changed(held, self._observed)
+        seen, _ = await self.passes.observe(held, ws, chatbots)
+        self._observed = held
+        self._seen(seen, held, record, whole=chatbots is None)
+        self.findings.now_at(held.id)  # the others' files did not change
+        self._report_drift(record)
+
+    async def _slice(
+        self, held: Held, ws: Workspace, record: CycleRecord, stats: RequestStats, hold: Hold | None
+    ) -> None:
+        """The watch's slice due, key by key: read at the key's budget, classified, and with
+        --self-heal what it found changed outside applied from that same read (unless
+        ``hold``: a suspension or a deny window)."""
+        taken = self.watch.take()
+        drifted: list[DriftItem] = []
+        failures: dict[str, str] = {}
+        applied = True
+        for key, chatbots in taken.parts.items():
+            if self._pending in PUSHES:  # a push came meanwhile: it goes first
+                self.status.metrics.watch_slices.labels(result="preempted").inc()
+                record.result = "preempted"
+                return
+            part = Slice({key: chatbots}, taken.at)
+            seen, live = await self._read_slice(held, ws, part, stats)
+            record.read += len(chatbots)
+            found = seen.healable() if self.settings.self_heal else []
+            if found and hold is not None:
+                self._held(record, hold)
+                found = []
+            if found:
+                ids = {i.bot.chatbot_id for i in found}
+                outcome, healed = await self.passes.heal(held, ws, record, ids, live)
+                await self._remember_applied(held.revision, outcome)
+                self._seen(healed, held, record)
+                drifted += found
+                failures.update(healed.failures)
+                applied = applied and outcome.applied
+        if drifted:
+            self._conclude(record, applied, failures, new=False, drifted=drifted)
+        else:
+            self._report_drift(record)
+
+    async def _read_slice(
+        self, held: Held, ws: Workspace, part: Slice, stats: RequestStats
+    ) -> tuple[Seen, Any]:
+        """One key's part of a slice, read at its budget's pace (never a burst the key's
+        other users would meet); a push may preempt it: it has written nothing."""
+        ((key, chatbots),) = part.parts.items()
+        pace, floor = self.watch.pace(key), ws.service.rate_limit
+        if pace is not None:
+            rate = min(pace, floor) if floor > 0 else pace
+            ws = replace(ws, service=replace(ws.service, rate_limit=rate))
+        metrics, sent = self.status.metrics, stats.by_key[key]
+        self._reading = True
+        try:
+            seen, live = await self.passes.observe(held, ws, chatbots)
+        except asyncio.CancelledError:
+            metrics.watch_slices.labels(result="preempted" if self._preempting else "failed").inc()
+            raise
+        except BaseException:
+            metrics.watch_slices.labels(result="failed").inc()
+            raise
+        finally:
+            self._reading = False
+        self.watch.done(part, {key: stats.by_key[key] - sent})
+        metrics.watch_slices.labels(result="read").inc()
+        metrics.watch_read.inc(len(chatbots))
+        self._seen(seen, held, record=None)
+        return seen, live
+
+    def _seen(
+        self, seen: Seen, held: Held, record: CycleRecord | None, *, whole: bool = False
+    ) -> None:
+        """A pass's findings into the statuses; its chatbots read now (``whole``: every
+        chatbot was: the watch's next slice one spacing on)."""
+        at = self.status.applied_revision == held.id or not self.settings.auto_apply
+        self.findings.update(seen, held.id, at_revision=at)
+        self.watch.read(seen.covered)
+        if whole:
+            self.watch.restart()
+        self.status.ready = True
+        if record is not None:
+            record.read = max(record.read, len(seen.covered))
+
+    def _stall(self, held: Held, record: CycleRecord, error: str) -> None:
+        """The plan of ``held`` cannot be applied as it is: reported once, not retried until
+        the next revision (the watch goes on)."""
+        self._stalled = held.id
+        self.status.stalled = {"revision": held.id, "error": error}
+        record.result, record.error = "stalled", error
+        told = "cannot be applied as it is (not retried until the next revision)"
+        self._not_applied(held.revision, "cannot be applied as it is", told, error)
+
+    def _conclude(
+        self,
+        record: CycleRecord,
+        applied_ok: bool,
+        failures: Mapping[str, str],
+        *,
+        new: bool,
+        drifted: Sequence[DriftItem] = (),
+    ) -> None:
+        """The result of a cycle that applied (or tried to)."""
+        if record.failed:  # every failed operation is in ``failures`` too
+            record.result = "failed"
+            record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
+        elif applied_ok and record.applied and new:
+            record.result = "applied"
+            self._reported_drift = frozenset()
+            self.notifier.notify(
+                "synced",
+                f"botctl agent: revision {self._good.revision.short if self._good else ''} "
+                f"applied ({record.applied} operation(s))",
+                source=self.status.source,
+                revision=record.revision,
+                applied=record.applied,
+            )
+        elif applied_ok and record.applied:
+            record.result = "healed"
+            self._reported_drift = frozenset()
+            if drifted:  # a scheduled re-send (--reassert-every) alone is routine: no news
+                self.notifier.notify(
+                    "healed",
+                    f"botctl agent: healed {len(drifted)} value(s) changed outside on "
+                    f"{_names(drifted)}",
+                    source=self.status.source,
+                    revision=record.revision,
+                    items=[i.to_document() for i in drifted],
+                )
+        else:
+            self._report_drift(record)
+
+    def _report_drift(self, record: CycleRecord) -> None:
+        """The fleet's result, from every chatbot's last read; drift notified when the set
+        of drifted values changed."""
+        items = self.findings.fleet()
+        drift = [i for i in items if i.drift_class != "pending"]
+        record.result = "synced"
         if drift:
             record.result = "drifted"
             keys = frozenset(i.key for i in drift)
             if keys != self._reported_drift:
                 self._reported_drift = keys
+                summary: dict[str, int] = {}
+                for item in drift:  # by class, as ``DriftReport.summary`` names them
+                    name = "conflicts" if item.drift_class == "conflict" else item.drift_class
+                    summary[name] = summary.get(name, 0) + 1
                 self.notifier.notify(
                     "drift",
                     f"botctl agent: drift found on {_names(drift)} ({len(drift)} value(s))",
                     source=self.status.source,
                     revision=self.status.revision,
-                    summary=report.summary(),
+                    summary=summary,
                     items=[i.to_document() for i in drift],
                 )
-        else:
-            self._reported_drift = frozenset()
-            if pending or self._unsynced:
-                record.result = "out_of_sync"
+            return
+        self._reported_drift = frozenset()
+        if len(drift) < len(items) or self.findings.unsynced:
+            record.result = "out_of_sync"
         if record.result == "synced" and self.status.bots:
             self.status.last_success = record.finished or now_iso()
             self.status.metrics.last_sync.set(time.time())
+
+    def _slice_due(self) -> bool:
+        """Whether the watch's next slice is due, or nearly: a fetch and a slice due within
+        moments of each other are one cycle, not two."""
+        due = self.watch.due_at()
+        slack = min(0.5, self.settings.interval / 2)
+        return due is not None and due <= time.monotonic() + slack
 
     def _reassert_due(self) -> bool:
         every = self.settings.reassert_every
@@ -530,13 +753,18 @@ class Agent:
             self.log.warning("control", f"the state says: {suspension_words(found.suspended)}")
 
     async def persist(self, change: Callable[[AgentRecord], None], message: str) -> None:
-        """Write the agent's record in the state under the lease, between applies."""
+        """Write the agent's record in the state under the lease, between passes."""
         async with self.state_writes:
             await asyncio.to_thread(persist.update_record, self.lease, change, message)
 
-    async def _remember_applied(self, revision: Revision, chatbots: set[str]) -> None:
-        """Each chatbot an apply changed: ``revision`` and now, in status and in the state (a
+    async def _remember_applied(self, revision: Revision, outcome: Outcome) -> None:
+        """Each chatbot the pass changed: ``revision`` and now, in status and in the state (a
         failed write is said and kept in memory: the apply itself succeeded)."""
+        chatbots = {
+            r.operation.bot.chatbot_id for r in outcome.report.results if r.status == "applied"
+        }
+        if not chatbots:
+            return
         found = LastApplied(revision.id, iso(datetime.now(UTC)))
         self.status.applied.update(dict.fromkeys(chatbots, found))
         current = set(self.status.bots)
@@ -554,100 +782,6 @@ class Agent:
                 f"the chatbots' last applied revision was not recorded: {type(exc).__name__}: "
                 f"{self._words(str(exc))}",
             )
-
-    async def _apply(
-        self, ws: Workspace, record: CycleRecord, failures: dict[str, str], changed: set[str]
-    ) -> bool:
-        """Apply under the lease; True when everything planned was applied (or nothing was
-        to be). ``changed``: the chatbots an operation was applied to."""
-
-        def show(plan: Plan) -> None:
-            record.plan = plan.to_document()
-
-        def on_result(result: OpResult) -> None:
-            label = result.operation.label
-            chatbot_id = result.operation.bot.chatbot_id
-            if result.status == "applied":
-                record.applied += 1
-                changed.add(chatbot_id)
-                self.log.info("apply", f"applied {label}", chatbot=chatbot_id)
-            else:
-                record.failed += 1
-                failures[chatbot_id] = self._words(f"{label}: {result.message}")
-                self.log.error("apply", f"{result.status} {label}: {result.message}")
-
-        def stopping(event: StopEvent, in_flight: int) -> None:
-            if event == "stopping":
-                self.log.info(
-                    "stop",
-                    f"no operation starts from now on; waiting up to "
-                    f"{self.settings.drain_timeout:g} s for the {in_flight} in flight",
-                )
-            else:
-                self.log.warning("stop", f"abandoning the {in_flight} operation(s) in flight")
-
-        # A fresh renewal first: a process paused past its lease must not send anything.
-        if not await asyncio.to_thread(self.lease.renew):
-            raise LeaseLost(
-                f"the lease on the state was lost ({self.lease.lost or 'it lapsed'}): "
-                "nothing was applied"
-            )
-        stop = Stop(self.settings.drain_timeout, stopping)
-        self._apply_stop = stop
-        started = time.monotonic()
-        try:
-            async with self.state_writes:
-                with open_backend(ws.state_path) as inner:
-                    outcome = await run_apply(
-                        replace(ws, skip_missing=True),
-                        saved=None,
-                        show=show,
-                        confirm=lambda _: True,
-                        on_result=on_result,
-                        stop=stop,
-                        held=LeasedBackend(inner, self.lease),
-                    )
-        finally:
-            self._apply_stop = None
-            self.status.metrics.apply_duration.observe(time.monotonic() - started)
-        if outcome is None:
-            return True
-        if outcome.state_error is not None:
-            record.error = self._words(
-                f"applied, but the state was not written: {outcome.state_error}"
-            )
-            record.failed = max(record.failed, 1)
-            return False
-        return outcome.report.ok and outcome.interrupted is None
-
-    def _statuses(self, report: DriftReport, revision: Revision, failures: dict[str, str]) -> None:
-        at = now_iso()
-        classes: dict[str, dict[str, int]] = {}
-        for item in report.counted:
-            found = classes.setdefault(item.bot.chatbot_id, {})
-            found[item.drift_class] = found.get(item.drift_class, 0) + 1
-        for chatbot_id, bot in self.status.bots.items():
-            drift = classes.get(chatbot_id, {})
-            bot.drift, bot.diff = drift, self._diffs.get(chatbot_id)
-            new: BotStatus
-            if chatbot_id in failures:
-                new, bot.last_error = "Failed", failures[chatbot_id]
-            elif "missing" in drift:
-                new = "Missing"
-                bot.last_error = "the service does not list this chatbot"
-            elif any(c in drift for c in (*HEALABLE, "unmanaged")):
-                new = "Drifted"
-            elif drift or chatbot_id in self._unsynced:
-                new = "OutOfSync"
-            else:
-                new = "Synced"
-            if new == "Synced":
-                bot.last_error = None
-                bot.last_sync = at
-                if self.status.applied_revision == revision.id or not self.settings.auto_apply:
-                    bot.revision = revision.id
-            if bot.set_status(new, at):
-                self.log.info("status", f"{bot.name}: {new}", chatbot=chatbot_id)
 
 
 def _names(items: Sequence[DriftItem]) -> str:

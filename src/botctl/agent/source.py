@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from botctl import gitexec
+from botctl.agent.cachedir import Slot, claim_slot
 from botctl.defaults import (
     DEFAULT_FETCH_TIMEOUT,
     REVISION_MAX_BYTES,
@@ -84,6 +85,7 @@ class Source:
     revisions: Path
     prefix: str  # how the source writes the path of a file in a revision ("" or "bots/")
     limits: RevisionLimits
+    slot: Slot | None = None  # the slot of --cache-dir it copies into, while it lives
 
     def fetch(self) -> Revision:
         raise NotImplementedError
@@ -127,16 +129,23 @@ def open_source(
     timeout: float = DEFAULT_FETCH_TIMEOUT,
     limits: RevisionLimits | None = None,
 ) -> Source:
+    """The source ``text`` names, its copies in a slot of ``cache`` this process alone uses
+    (``agent.cachedir``: another agent started from the same directory takes another)."""
     limits = limits or RevisionLimits()
-    if text.startswith("git+"):
-        return GitSource(text, cache, timeout=timeout, limits=limits)
     path = Path(text[len("file://") :] if text.startswith("file://") else text)
-    if not path.is_dir():
+    if not text.startswith("git+") and not path.is_dir():
         raise SourceError(
             f"source {text!r}: not a directory; give a directory or "
             "git+<repository URL>#<branch>:<path>"
         )
-    return DirectorySource(path, cache, limits=limits)
+    slot = claim_slot(cache)
+    source: Source
+    if text.startswith("git+"):
+        source = GitSource(text, slot.path, timeout=timeout, limits=limits)
+    else:
+        source = DirectorySource(path, slot.path, limits=limits, skip=cache)
+    source.slot = slot
+    return source
 
 
 class _Budget:
@@ -171,14 +180,22 @@ class _Budget:
 class DirectorySource(Source):
     """A local directory (for trying the agent out), each revision a copy of its files."""
 
-    def __init__(self, path: Path, cache: Path, *, limits: RevisionLimits | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        cache: Path,
+        *,
+        limits: RevisionLimits | None = None,
+        skip: Path | None = None,
+    ) -> None:
         self.path = path
         self.description = str(path)
         self.prefix = "" if _relative(path) == "." else _relative(path).rstrip(os.sep) + os.sep
         key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
         self.revisions = cache / f"dir-{key}" / "revisions"
         self.limits = limits or RevisionLimits()
-        self._cache = cache.resolve()  # never read as configuration, if it lies inside
+        # Never read as configuration, if it lies inside (every agent's slot of it).
+        self._cache = (skip or cache).resolve()
 
     def fetch(self) -> Revision:
         digest = hashlib.sha256()

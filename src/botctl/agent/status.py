@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from botctl.agent.control import Controls
 from botctl.agent.diffview import BotDiff
+from botctl.agent.watch import Watch
 from botctl.resources.agentrecord import LastApplied
 from botctl.service.pacing import RequestStats
 
@@ -37,6 +38,8 @@ CycleResult = Literal[
     "failed",  # the cycle failed (source, service, state, apply)
     "standby",  # another agent holds the lease
     "interrupted",  # stopped by a signal
+    "preempted",  # a drift watch read given up for a push (it wrote nothing)
+    "stalled",  # the revision cannot be applied as it is: not retried until the next one
 ]
 CYCLE_RESULTS: tuple[str, ...] = CycleResult.__args__  # type: ignore[attr-defined]
 # What became of a webhook delivery: refused (401, 408, 413), pong (a ping), ignored (not a
@@ -66,6 +69,7 @@ class BotState:
     last_error: str | None = None
     drift: dict[str, int] = field(default_factory=dict)  # drift class -> items
     diff: BotDiff | None = None  # what drifted or would be applied, value by value
+    last_read: str | None = None  # when the status was last made from a read of the service
 
     def set_status(self, status: BotStatus, at: str) -> bool:
         changed = status != self.status
@@ -88,6 +92,7 @@ class BotState:
             "lastError": self.last_error,
             "drift": dict(self.drift),
             "diff": diff.to_document(),
+            "lastRead": self.last_read,
         }
 
 
@@ -106,6 +111,8 @@ class CycleRecord:
     plan: dict[str, Any] | None = None  # the plan's JSON when the cycle applied
     held: str | None = None  # why it applied nothing it would have (suspended, a window)
     override: dict[str, Any] | None = None  # the --override-window that let it apply
+    read: int = 0  # chatbots the cycle read from the service
+    requests: int = 0  # requests the cycle sent
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -122,6 +129,8 @@ class CycleRecord:
             "plan": self.plan,
             "held": self.held,
             "windowOverride": self.override,
+            "read": self.read,
+            "requests": self.requests,
         }
 
 
@@ -203,6 +212,38 @@ class Metrics:
         for drift_class in DRIFT_CLASSES:
             self.drift.labels(drift_class=drift_class).set(0)
         self.revision.info({"revision": "", "source": ""})
+        self._watch(r)
+
+    def _watch(self, r: CollectorRegistry) -> None:
+        """The drift watch's: its round, its oldest read, its budget, its slices."""
+        self.watch_cover = Gauge(
+            "botctl_agent_watch_cover_seconds",
+            "Seconds the drift watch takes to read every chatbot once, within its budget.",
+            registry=r,
+        )
+        self.watch_oldest = Gauge(
+            "botctl_agent_watch_oldest_read_seconds",
+            "Age of the oldest read a chatbot's status comes from.",
+            registry=r,
+        )
+        self.watch_budget = Gauge(
+            "botctl_agent_watch_budget_requests_per_second",
+            "Requests per second the drift watch may send, by API key (its share of the "
+            "key's limit).",
+            ["api_key_env"],
+            registry=r,
+        )
+        self.watch_slices = Counter(
+            "botctl_agent_watch_slices",
+            "Drift watch slices by outcome: read, preempted (by a push), failed.",
+            ["result"],
+            registry=r,
+        )
+        self.watch_read = Counter(
+            "botctl_agent_watch_chatbots_read", "Chatbots the drift watch read.", registry=r
+        )
+        for result in ("read", "preempted", "failed"):
+            self.watch_slices.labels(result=result)
 
     def _steering_metrics(self, r: CollectorRegistry) -> None:
         """What holds applying, the refused revision, the control API's requests."""
@@ -313,6 +354,9 @@ class AgentStatus:
         self.last_error: str | None = None
         self.running: int | None = None  # the number of the cycle in progress
         self.pending: str | None = None  # the trigger of the cycle asked for and not started
+        # A revision the plan refused as it is (a safety cap): {revision, error}.
+        self.stalled: dict[str, str] | None = None
+        self.watch: Watch | None = None  # the drift watch's schedule, once there is one
         self.watchdog = Watchdog(watchdog)
         self.metrics = Metrics()
         self.metrics.suspended.set_function(lambda: self.controls.suspended is not None)
@@ -365,6 +409,19 @@ class AgentStatus:
         m.backoff.set(self.backoff)
         m.lease.set(1 if self.role == "active" else 0)
         m.revision.info({"revision": self.revision or "", "source": self.source})
+        self.refresh_watch_gauges()
+
+    def refresh_watch_gauges(self) -> None:
+        """The watch's gauges, as of now (``/metrics`` asks at each scrape: the oldest read
+        ages between cycles)."""
+        m = self.metrics
+        if self.watch is not None:
+            cover = self.watch.cover_seconds()
+            m.watch_cover.set(cover or 0)
+            m.watch_oldest.set(self.watch.oldest()[1] or 0)
+            for name in self.watch.keys:
+                budget = self.watch.shape(name).budget
+                m.watch_budget.labels(api_key_env=name).set(budget or 0)
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -382,6 +439,8 @@ class AgentStatus:
             "cycleInProgress": self.running,
             "pendingCycle": self.pending,
             "leaseHolder": self.lease_holder,
+            "stalledRevision": self.stalled,
+            "watch": self.watch.to_document() if self.watch is not None else None,
             "summary": self.counts(),
             "drift": self.drift_summary(),
             **self.controls.to_document(),

@@ -130,6 +130,8 @@ class AgentOptions:
     auto_apply: bool
     self_heal: bool
     reassert_every: timedelta | None
+    watch_budget: float
+    watch_slice: timedelta
     listen: tuple[str, int]
     allowed_hosts: tuple[str, ...]
     max_connections: int
@@ -164,7 +166,8 @@ class AgentOptions:
     type=Duration(),
     default="60s",
     show_default=True,
-    help="Time between cycles (a webhook triggers one at once).",
+    help="Time between fetches of the source (a webhook asks for one at once); the drift "
+    "watch reads no chatbot more often than this.",
 )
 @click.option(
     "--auto-apply",
@@ -184,6 +187,26 @@ class AgentOptions:
     metavar="DURATION",
     help="With --self-heal: also re-send the write-only settings (apply --reassert) this "
     "often, so an edit no read can see is undone within that period.",
+)
+@click.option(
+    "--watch-budget",
+    type=click.FloatRange(0, 100, min_open=True),
+    default=20,
+    show_default=True,
+    metavar="PERCENT",
+    help="The drift watch sends at most this share of each API key's rate limit (--rate-limit, "
+    "or the limit the service announces): a slice of chatbots at a time, those read longest "
+    "ago first, so the fleet is covered every (its reads / the budget) seconds, at least "
+    "--interval; no limit known, the whole fleet every --interval. A push never waits for it.",
+)
+@click.option(
+    "--watch-slice",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    metavar="DURATION",
+    help="Time between two slices of the drift watch at its budget: longer means larger "
+    "slices, fewer chatbot-list reads, statuses refreshed in bigger steps.",
 )
 @click.option(
     "--listen",
@@ -279,7 +302,9 @@ class AgentOptions:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path(".botctl/agent"),
     show_default=True,
-    help="Where a git source is fetched (the agent's own repository).",
+    help="Where a git source is fetched (the agent's own repository) and revisions are "
+    "copied; each agent takes a slot of its own (slot-0, slot-1...): agents started from one "
+    "directory never share one.",
 )
 @click.option(
     "--fetch-timeout",
@@ -360,9 +385,11 @@ def run_agent(o: AgentOptions) -> int:
     A revision reads only the variables BOTCTL_ALLOW_ENV exposes (README, Trust).
 
     Every --interval and at once on a signed webhook: fetch; validate a new revision (one
-    that fails is reported, located, and not applied: the last good one stays); drift;
-    apply new revisions with --auto-apply, and drift with --self-heal; record each
-    chatbot's status (Synced, OutOfSync, Drifted, Failed, Missing). Failing cycles back off
+    that fails is reported, located, and not applied: the last good one stays); with
+    --auto-apply, apply it, reading only the chatbots it changes. Between fetches the drift
+    watch reads the fleet a slice at a time within --watch-budget of each key's rate limit,
+    and with --self-heal applies what changed outside; each chatbot's status (Synced,
+    OutOfSync, Drifted, Failed, Missing) comes from its last read. Failing cycles back off
     exponentially. Only the holder of the state's lease writes: start two for high
     availability. SIGTERM or SIGINT drains an apply in flight, records it, releases the
     lease and exits 0.
@@ -392,13 +419,7 @@ def run_agent(o: AgentOptions) -> int:
     from botctl.store.lock import Lease
     from botctl.trust import ExposedEnviron, Exposure
 
-    if o.self_heal and not o.auto_apply:
-        raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
-    if o.reassert_every is not None and not o.self_heal:
-        raise click.UsageError("--reassert-every heals what no read can see: add --self-heal")
-    secret_env = o.webhook_secret_env
-    if secret_env and not os.environ.get(secret_env):
-        raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
+    _check_options(o)
     access = _access(o)
     state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
@@ -416,6 +437,8 @@ def run_agent(o: AgentOptions) -> int:
         controls=Controls(o.deny_windows),
     )
     _open_files(log)
+    if src.slot is not None:
+        log.info("cache", f"revisions are kept under {src.slot.path}")
     # A revision's files read only the variables the operator exposes, never the agent's own
     # secrets (the webhook's included): README, Trust.
     environ = ExposedEnviron(os.environ, Exposure.of(os.environ, never=own))
@@ -532,6 +555,17 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     runner.request_stop(signum)
 
 
+def _check_options(o: AgentOptions) -> None:
+    """Options that contradict each other, or name a variable that is empty: usage errors."""
+    if o.self_heal and not o.auto_apply:
+        raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
+    if o.reassert_every is not None and not o.self_heal:
+        raise click.UsageError("--reassert-every heals what no read can see: add --self-heal")
+    secret_env = o.webhook_secret_env
+    if secret_env and not os.environ.get(secret_env):
+        raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
+
+
 def _settings(o: AgentOptions) -> AgentSettings:
     from botctl.agent.loop import AgentSettings
 
@@ -543,6 +577,8 @@ def _settings(o: AgentOptions) -> AgentSettings:
         backoff_max=o.backoff_max.total_seconds(),
         drain_timeout=o.drain_timeout,
         acknowledged=o.acknowledged_file,
+        watch_budget=o.watch_budget,
+        watch_slice=max(0.1, o.watch_slice.total_seconds()),
     )
 
 

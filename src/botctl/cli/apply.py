@@ -34,8 +34,11 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_SIGNAL_BASE, BotctlError, si
 from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
-    from botctl.pipeline.conversations import Gate
+    from botctl.pipeline.conversations import Verdict
+    from botctl.pipeline.outcome import Outcome
+    from botctl.pipeline.workspace import Workspace
     from botctl.plan import Operation, Plan
+    from botctl.reconcile.apply import OpResult, StopEvent
     from botctl.resources.contacts import Progress as MigrationProgress
 
 NO_TERMINAL = (
@@ -132,36 +135,54 @@ def apply(o: ApplyOptions) -> int:
     it had before (as read by the plan, or recorded in the state; values botctl never knew
     are named as not restorable). Exit 3 when a test failed.
     """
-    from botctl.pipeline.flows import read_saved_plan, run_apply
-    from botctl.reconcile.apply import Stop, StopEvent
-    from botctl.reconcile.diff import SKIPPED, missing_error
-    from botctl.render import render_plan
+    from botctl.pipeline.reconciler import Reconciler
 
-    def migration_line(op: Operation, now: MigrationProgress) -> str:
-        return f"{op.bot.name}: {now.line(op.subject)}"
-
-    plan_file, auto_approve, drain_timeout = o.plan_file, o.auto_approve, o.drain_timeout
-    config = o.config
-    run_tests, rollback_on_failure, junit_file = o.run_tests, o.rollback_on_failure, o.junit_file
-    if rollback_on_failure and not run_tests:
-        raise click.UsageError("--rollback-on-failure needs --test")
-    if junit_file is not None and not run_tests:
-        raise click.UsageError("--junit needs --test")
+    _check_usage(o)
+    ws = _workspace_of(o)
     saved = None
-    if plan_file is not None and run_tests:
+    if o.plan_file is not None:
+        from botctl.pipeline.flows import read_saved_plan
+
+        saved = read_saved_plan(o.plan_file, ws.state_path)
+    driver = _Terminal(ws, auto_approve=o.auto_approve or saved is not None)
+    driver.stop.drain_timeout = o.drain_timeout
+    gate = None
+    if o.run_tests:
+        from botctl.pipeline.conversations import TestGate
+
+        gate = TestGate(ws, (), rollback=o.rollback_on_failure)
+    reconciler = Reconciler(ws, driver, gate=gate, stop=driver.stop)
+    outcome = run_async(
+        reconciler.reconcile(saved=saved), stop=driver.stop, unwritten="nothing was applied"
+    )
+    return _concluded(outcome, driver, ws, o)
+
+
+def _check_usage(o: ApplyOptions) -> None:
+    """Options that do not go together, said before anything is read."""
+    if o.rollback_on_failure and not o.run_tests:
+        raise click.UsageError("--rollback-on-failure needs --test")
+    if o.junit_file is not None and not o.run_tests:
+        raise click.UsageError("--junit needs --test")
+    if o.plan_file is not None and o.run_tests:
         raise click.UsageError(
             "apply --plan takes no --test: run `botctl test PATH` after it (the tests are "
             "part of the configuration, which a saved plan does not carry)"
         )
-    if plan_file is not None:
-        chosen = config.selection
-        if config.paths or chosen.targets or chosen.selector or chosen.excludes or o.changed_since:
-            raise click.UsageError(
-                "apply --plan takes no PATH, --target, -l or --exclude (nor --changed-since): "
-                "the plan is applied as reviewed"
-            )
-        config = replace(config, paths=(plan_file,))
-    ws = workspace(
+    chosen = o.config.selection
+    given = o.config.paths or chosen.targets or chosen.selector or chosen.excludes
+    if o.plan_file is not None and (given or o.changed_since):
+        raise click.UsageError(
+            "apply --plan takes no PATH, --target, -l or --exclude (nor --changed-since): "
+            "the plan is applied as reviewed"
+        )
+
+
+def _workspace_of(o: ApplyOptions) -> Workspace:
+    config = o.config
+    if o.plan_file is not None:
+        config = replace(config, paths=(o.plan_file,))
+    return workspace(
         config,
         o.service,
         o.safety,
@@ -171,13 +192,38 @@ def apply(o: ApplyOptions) -> int:
         skip_missing=o.skip_missing,
         changed_since=o.changed_since,
     )
-    if plan_file is not None:
-        saved = read_saved_plan(plan_file, ws.state_path)
-    colour = colour_enabled()
-    declined: list[bool] = []
 
-    def confirm(p: Plan) -> bool:
-        if saved is not None or auto_approve:
+
+class _Terminal:
+    """``botctl apply``'s driver of the reconciler (``pipeline.reconciler.Driver``): the plan
+    printed, confirmed on a terminal, a line per operation as it completes, a rename's
+    progress on the status line, and signals that stop the apply gracefully (``stop``)."""
+
+    def __init__(self, ws: Workspace, *, auto_approve: bool) -> None:
+        from botctl.reconcile.apply import Stop
+
+        self.ws = ws
+        self.auto_approve = auto_approve
+        self.colour = colour_enabled()
+        self.declined = False
+        self.progress = Progress(live=colour_enabled(sys.stdout))
+        limit_watch().progress = self.progress  # waits on the rate limit show on its line
+        self.stop = Stop(on_event=self.stopping)
+
+    def show(self, plan: Plan) -> None:
+        from botctl.reconcile.diff import SKIPPED, missing_error
+        from botctl.render import render_plan
+
+        missing = missing_error(plan, SKIPPED)  # only with --skip-missing: the run goes on
+        if missing is not None:
+            err(f"error: {missing}")
+        if plan.state_lineage is None:
+            err(no_state_notice(self.ws.state_path))
+        click.echo(render_plan(plan, "text", colour=self.colour), nl=False)
+        self.progress.total = len(plan.operations)
+
+    def confirm(self, plan: Plan) -> bool:
+        if self.auto_approve:
             return True
         # Asked only now: a plan without changes needs no confirmation, terminal or not.
         if not sys.stdin.isatty():
@@ -185,31 +231,23 @@ def apply(o: ApplyOptions) -> int:
         click.echo()
         if confirm_prompt("Apply these changes?", default=False):
             return True
-        declined.append(True)
+        self.declined = True
         return False
 
-    progress = Progress(live=colour_enabled(sys.stdout))
-    limit_watch().progress = progress  # waits on the rate limit show on its status line
-    shown: list[Plan] = []
+    def on_result(self, result: OpResult) -> None:
+        self.progress.line(result)
 
-    def show(p: Plan) -> None:
-        missing = missing_error(p, SKIPPED)  # only with --skip-missing: the run goes on
-        if missing is not None:
-            err(f"error: {missing}")
-        if p.state_lineage is None:
-            err(no_state_notice(ws.state_path))
-        click.echo(render_plan(p, "text", colour=colour), nl=False)
-        progress.total = len(p.operations)
-        shown.append(p)
+    def on_migration(self, op: Operation, now: MigrationProgress) -> None:
+        self.progress.note(f"{op.bot.name}: {now.line(op.subject)}")
 
-    def stopping(event: StopEvent, in_flight: int) -> None:
-        progress.finish()
+    def stopping(self, event: StopEvent, in_flight: int) -> None:
+        self.progress.finish()
         if event == "stopping":
-            assert stop.reason is not None
+            assert self.stop.reason is not None
             err(
-                f"\n{signal_name(stop.reason)}: stopping; no operation starts from now on. "
-                f"Waiting up to {drain_timeout:g} s for the {in_flight} in flight (signal again "
-                "to stop at once)."
+                f"\n{signal_name(self.stop.reason)}: stopping; no operation starts from now "
+                f"on. Waiting up to {self.stop.drain_timeout:g} s for the {in_flight} in "
+                "flight (signal again to stop at once)."
             )
         else:
             err(
@@ -217,41 +255,19 @@ def apply(o: ApplyOptions) -> int:
                 "applied; the state records what finished."
             )
 
-    def migrating(op: Operation, now: MigrationProgress) -> None:
-        progress.note(migration_line(op, now))
 
-    stop = Stop(drain_timeout, stopping)
-    gate = None
-    if run_tests:
-        from botctl.pipeline.conversations import test_gate
-
-        gate = test_gate(ws, (), rollback=rollback_on_failure)
-    outcome = run_async(
-        run_apply(
-            ws,
-            saved=saved,
-            show=show,
-            confirm=confirm,
-            on_result=progress.line,
-            stop=stop,
-            on_migration=migrating,
-            after_apply=gate,
-        ),
-        stop=stop,
-        unwritten="nothing was applied",
-    )
-    missing = len(shown[0].missing) if shown else 0
-    if outcome is None:
-        if declined:
-            err("Apply cancelled: nothing was applied.")
-            return EXIT_ERROR
+def _concluded(outcome: Outcome, driver: _Terminal, ws: Workspace, o: ApplyOptions) -> int:
+    """What the outcome says on stdout and stderr; the exit code."""
+    missing = len(outcome.plan.missing)
+    if outcome.reason == "Declined":
+        err("Apply cancelled: nothing was applied.")
+        return EXIT_ERROR
+    if outcome.reason == "NothingToDo" and not o.run_tests:
         if missing:
             err(_missing_exit(missing))
             return EXIT_ERROR
-        if run_tests:
-            err("Nothing was applied, so no conversation test ran (`botctl test` runs them).")
         return EXIT_OK
-    progress.finish()
+    driver.progress.finish()
     report = outcome.report
     if READ_BACK.code not in ws.disabled_warnings:
         for note in outcome.not_taken:
@@ -265,18 +281,7 @@ def apply(o: ApplyOptions) -> int:
         f"{report.count('not_attempted')} not attempted."
     )
     if outcome.interrupted is not None:
-        if outcome.state_error is None:
-            err(
-                "error: interrupted; the state records what was applied, so re-running "
-                "`botctl apply` does only what is left."
-            )
-        else:
-            err(
-                f"error: interrupted, and {outcome.state_error}: what was applied since its "
-                "last write is not recorded; `botctl apply` reads the service and sends what "
-                "is left once the state can be written."
-            )
-        return EXIT_SIGNAL_BASE + outcome.interrupted
+        return _interrupted(outcome)
     if outcome.state_error is not None:
         err(
             f"error: {outcome.state_error}: what was applied since its last write is not "
@@ -290,15 +295,31 @@ def apply(o: ApplyOptions) -> int:
             "applied, so re-running `botctl apply` does only what is left."
         )
     if outcome.state_error is not None or not report.ok:
-        if run_tests:
+        if o.run_tests:
             err("The conversation tests did not run: the apply is not complete.")
         return EXIT_ERROR
     if missing:
         err(_missing_exit(missing))
         return EXIT_ERROR
-    if outcome.after is not None:
-        return _tested(outcome.after, junit_file)
+    if outcome.verdict is not None:
+        return _tested(outcome.verdict, o.junit_file)
     return EXIT_OK
+
+
+def _interrupted(outcome: Outcome) -> int:
+    assert outcome.interrupted is not None
+    if outcome.state_error is None:
+        err(
+            "error: interrupted; the state records what was applied, so re-running "
+            "`botctl apply` does only what is left."
+        )
+    else:
+        err(
+            f"error: interrupted, and {outcome.state_error}: what was applied since its "
+            "last write is not recorded; `botctl apply` reads the service and sends what "
+            "is left once the state can be written."
+        )
+    return EXIT_SIGNAL_BASE + outcome.interrupted
 
 
 def _missing_exit(count: int) -> str:
@@ -306,7 +327,7 @@ def _missing_exit(count: int) -> str:
     return f"Exit 1: {count} chatbot(s) missing from the service (named at the start)."
 
 
-def _tested(gate: Gate, junit_file: Path | None) -> int:
+def _tested(gate: Verdict, junit_file: Path | None) -> int:
     """Print the tests' report (and the rollback's); the exit code they make."""
     from botctl.render.tests import render_junit, render_rollback_text, render_tests_text
 

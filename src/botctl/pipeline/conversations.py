@@ -1,13 +1,15 @@
-"""``botctl test``'s flow, and the tests ``apply --test`` runs after an apply: the selected
-chatbots' conversation tests, run through the chat operation (``botctl.conversation``)."""
+"""``botctl test``'s flow, and ``apply --test``'s gate (``TestGate``: the reconciler's gate
+phase): the selected chatbots' conversation tests, run through the chat operation
+(``botctl.conversation``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import fnmatch
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from botctl.config.conversation import ConversationTest
 from botctl.config.resolve import Fleet
@@ -17,9 +19,9 @@ from botctl.conversation.report import TestReport
 from botctl.conversation.run import Chat, ChatRequest, run_tests
 from botctl.errors import BotctlError
 from botctl.models import BotSpec
-from botctl.pipeline.flows import Applied, _refs, _service
+from botctl.pipeline.flows import _refs, _service
 from botctl.pipeline.workspace import Workspace, load_resolved
-from botctl.plan import Operation
+from botctl.plan import Operation, Plan
 from botctl.reconcile.apply import ApplyReport, OpResult
 from botctl.reconcile.rollback import Rollback, plan_rollback
 from botctl.resources.registry import kind_of
@@ -27,6 +29,9 @@ from botctl.resources.rollout import Rollout
 from botctl.service.client import ServiceClient
 from botctl.service.connect import connect
 from botctl.service.sse import ChatAnswer
+
+if TYPE_CHECKING:  # `botctl test` never loads the reconciler
+    from botctl.pipeline.reconciler import Applied
 
 
 def chosen_tests(fleet: Fleet, names: Sequence[str] = ()) -> tuple[ConversationTest, ...]:
@@ -126,50 +131,67 @@ async def run_conversation_tests(ws: Workspace, names: Sequence[str] = ()) -> Te
 
 
 @dataclass(frozen=True)
-class Gate:
-    """What ``apply --test`` did after the apply: the tests of the chatbots it changed, and
-    with ``--rollback-on-failure`` what it put back (and could not) on those that failed."""
+class Verdict:
+    """What ``apply --test``'s gate found after the apply: the tests of the chatbots it
+    changed, and with ``--rollback-on-failure`` what it put back (and could not) on those
+    that failed."""
 
     tests: TestReport
     rollback: Rollback | None = None
     rolled_back: ApplyReport | None = None
 
 
-def test_gate(
-    ws: Workspace, names: Sequence[str], *, rollback: bool
-) -> Callable[[Applied], Awaitable[Gate]]:
-    """The step ``run_apply`` runs after a complete apply (``apply --test``). The
-    configuration's tests are loaded now, so a broken test fails the run before anything
-    is applied."""
-    whole, fleet = whole_and_selected(ws)
-    tests = chosen_tests(fleet, names)
-    covered = {name for t in tests for name in t.chatbots}
-    current = revisions(fleet)
-    judges = judges_of(whole, tests)
+class TestGate:
+    """``apply --test``: the reconciler's gate phase (``pipeline.reconciler.Gate``). It
+    admits every plan; once an apply is complete (or there was nothing to apply), it runs the
+    tests of the chatbots the apply changed, and of those whose tests have not passed at this
+    revision, records each chatbot's outcome in the state (``promote`` reads it) and, with
+    ``rollback``, puts back what a chatbot whose tests failed had before.
 
-    async def gate(applied: Applied) -> Gate:
-        changed = {r.operation.bot.chatbot_id for r in applied.report.results}
-        rollout = applied.writer.state.rollout
-        bots = [
-            b.spec
-            for b in fleet.bots
-            if b.spec.chatbot_id in changed
-            or (
-                b.spec.name in covered
-                and rollout.get(b.spec.chatbot_id) != Rollout(current[b.spec.chatbot_id], True)
-            )
-        ]
-        report = await test_with(applied.clients, tests, bots, ws, judges)
-        _record_outcome(applied, report, bots, current)
+    The configuration's tests are loaded when the gate is made, so a broken test fails the
+    run before anything is applied. Another check (a stage's, a deny window's ``admit``) is
+    another gate: the reconciler asks only these two questions."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    def __init__(self, ws: Workspace, names: Sequence[str], *, rollback: bool) -> None:
+        whole, self.fleet = whole_and_selected(ws)
+        self.ws = ws
+        self.rollback = rollback
+        self.tests = chosen_tests(self.fleet, names)
+        self.covered = {name for t in self.tests for name in t.chatbots}
+        self.current = revisions(self.fleet)
+        self.judges = judges_of(whole, self.tests)
+
+    def admit(self, plan: Plan) -> str | None:
+        return None
+
+    async def check(self, applied: Applied) -> Verdict:
+        bots = self._tested(applied)
+        report = await test_with(applied.clients, self.tests, bots, self.ws, self.judges)
+        _record_outcome(applied, report, bots, self.current)
         failed = set(report.failed_chatbots())
-        if not rollback or not failed:
-            return Gate(report)
+        if not self.rollback or not failed:
+            return Verdict(report)
         ids = {b.chatbot_id for b in bots if b.name in failed}
         planned = plan_rollback(applied.report, ids, applied.previous)
         done = await _send_rollback(planned.operations, applied)
-        return Gate(report, planned, done)
+        return Verdict(report, planned, done)
 
-    return gate
+    def _tested(self, applied: Applied) -> list[BotSpec]:
+        """The chatbots the apply changed, and those covered by a test whose record is not
+        "passed at this revision"."""
+        changed = {r.operation.bot.chatbot_id for r in applied.report.results}
+        rollout = applied.writer.state.rollout
+        return [
+            b.spec
+            for b in self.fleet.bots
+            if b.spec.chatbot_id in changed
+            or (
+                b.spec.name in self.covered
+                and rollout.get(b.spec.chatbot_id) != Rollout(self.current[b.spec.chatbot_id], True)
+            )
+        ]
 
 
 def _record_outcome(

@@ -22,13 +22,13 @@ from botctl.models import Desired
 from botctl.pipeline.conversations import run_conversation_tests
 from botctl.pipeline.demo_behaviour import SUPPORT, preview_calls, seed_calls, show_behaviour
 from botctl.pipeline.flows import (
-    apply_unattended,
     make_drift,
     make_plan,
     read_for_export,
     record_export,
     write_exported,
 )
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace, load
 from botctl.reconcile.apply import OpResult
 from botctl.render import render_drift, render_plan
@@ -205,7 +205,7 @@ async def run_demo(echo: Echo, examples: Path, workdir: Path, *, colour: bool) -
         echo(f"   {result.status:<8} {result.operation.label}")
 
     outcome = await apply_unattended(ws, progress)
-    applied_ok = outcome is not None and outcome.report.ok
+    applied_ok = outcome.report.ok
     echo("")
 
     echo(f"6. $ botctl plan {examples}   # again: converged, nothing left to do\n")

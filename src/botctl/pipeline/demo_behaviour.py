@@ -18,9 +18,9 @@ from botctl.config.selection import Selection, parse_selector
 from botctl.conversation.pulled import PullRules
 from botctl.defaults import DEFAULT_DUPLICATE_SIMILARITY, DEFAULT_MIN_SIMILARITY
 from botctl.pipeline.behaviour import run_behaviour
-from botctl.pipeline.flows import apply_unattended
 from botctl.pipeline.promote import Stage
 from botctl.pipeline.pull import PullOptions, pull_conversations
+from botctl.pipeline.reconciler import apply_unattended
 from botctl.pipeline.workspace import Workspace
 from botctl.reconcile.apply import OpResult
 from botctl.render.behaviour import render_behaviour_text

@@ -134,8 +134,11 @@ def scoped(ws: Workspace, fleet: Fleet, state: State) -> tuple[Desired, Scope | 
             commit=revision.commit,
             problem=then.problem,
         )
+    return narrowed(desired, scope), scope
+
+
+def narrowed(desired: Desired, scope: Scope) -> Desired:
+    """``desired`` with only the chatbots ``scope`` plans (every chatbot the configuration
+    declares is still known as declared: a live one outside the scope is not unmanaged)."""
     planned = {(b.bot.api_key_env, b.bot.chatbot_id) for b in scope.planned}
-    narrowed = desired.model_copy(
-        update={"bots": tuple(b for b in desired.bots if _key(b) in planned)}
-    )
-    return narrowed, scope
+    return desired.model_copy(update={"bots": tuple(b for b in desired.bots if _key(b) in planned)})

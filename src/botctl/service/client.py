@@ -60,6 +60,7 @@ from botctl.service.retry import (
     DEFAULT_RETRY,
     Kind,
     RetryPolicy,
+    announced_limit,
     announced_window,
     may_retry_failure,
     may_retry_status,
@@ -441,6 +442,7 @@ class ServiceClient:
         (httpx's own timeouts are per read, and a byte every few seconds resets them)."""
         url = self.base_url + call.path
         self.stats.requests[call.method] += 1
+        self.stats.by_key[self.key_name] += 1
         tracing = self._trace is not None  # trace lines (JSON of bodies) only when asked for
         of = f"attempt {attempt}/{self.retry.max_attempts}"
         if tracing:
@@ -507,6 +509,9 @@ class ServiceClient:
             return False
         remaining, reset_in = window
         self._pacer.announced(remaining, self.retry.cap(reset_in))
+        limit = announced_limit(reply.headers)
+        if limit is not None:
+            self.stats.announced(self.key_name, limit, self.retry.cap(reset_in))
         return True
 
     def _emit(self, line: str) -> None:

@@ -49,6 +49,15 @@ class RequestStats:
     # Wall seconds during which some request of a key waited on the service's limit, by the
     # key's variable.
     limit_wait: dict[str, float] = field(default_factory=dict)
+    # The window each key's answers announced (``X-RateLimit-Limit`` requests, and the
+    # longest time until a reset seen), by the key's variable: the agent's watch learns the
+    # key's limit from it.
+    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+    by_key: Counter[str] = field(default_factory=Counter)  # attempts sent, by the key's variable
+
+    def announced(self, key: str, limit: float, reset_in: float) -> None:
+        longest = max(reset_in, self.windows.get(key, (0.0, 0.0))[1])
+        self.windows[key] = (limit, longest)
 
     @property
     def total(self) -> int:
@@ -57,6 +66,7 @@ class RequestStats:
     def add(self, other: RequestStats) -> None:
         """Fold another client's statistics into these."""
         self.requests.update(other.requests)
+        self.by_key.update(other.by_key)
         self.retries += other.retries
         self.pace_wait += other.pace_wait
         self.backoff_wait += other.backoff_wait
@@ -65,6 +75,8 @@ class RequestStats:
         self.failed += other.failed
         for key, seconds in other.limit_wait.items():
             self.limit_wait[key] = self.limit_wait.get(key, 0.0) + seconds
+        for key, (limit, longest) in other.windows.items():
+            self.announced(key, limit, longest)
 
 
 class Pacer:
@@ -208,8 +220,11 @@ class Pacer:
             try:
                 if self._announced or self._learned:
                     generation = self._generation
+                    # Steps of at least half the floor's spacing: a pace the floor holds
+                    # back (the agent's watch, at its budget) changes nothing sooner.
+                    quantum = max(_STEP, self._floor / 2)
                     while left > 0 and generation == self._generation:
-                        step = min(left, _STEP)
+                        step = min(left, quantum)
                         await self._sleep(step)
                         waited += step
                         left -= step

@@ -106,6 +106,15 @@ def announced_window(headers: Mapping[str, str], now: float) -> tuple[float, flo
     return left, reset_in
 
 
+def announced_limit(headers: Mapping[str, str]) -> float | None:
+    """The requests a window allows (``X-RateLimit-Limit``), when the response says."""
+    try:
+        limit = float(headers.get("x-ratelimit-limit") or "nan")
+    except ValueError:
+        return None
+    return limit if 0 < limit < float("inf") else None
+
+
 def window_exhausted_delay(headers: Mapping[str, str], now: float) -> float | None:
     """Seconds until the rate-limit window resets, when the response says it is used up."""
     remaining = headers.get("x-ratelimit-remaining")
