@@ -8,7 +8,7 @@ what their own last read said. A chatbot's status therefore says when it was las
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from botctl.agent.diffview import diffs
@@ -47,10 +47,18 @@ def unsynced_of(plan: Plan) -> set[str]:
 class Findings:
     """Each chatbot's findings, and the statuses they make in ``status``."""
 
-    def __init__(self, status: AgentStatus, log: Log, redact: Redactor) -> None:
+    def __init__(
+        self,
+        status: AgentStatus,
+        log: Log,
+        redact: Redactor,
+        tests_failed: Callable[[str], str | None] = lambda chatbot_id: None,
+    ) -> None:
         self.status = status
         self.log = log
         self.redact = redact
+        # Why a chatbot's tests failed at the revision (--test): its status is TestFailed.
+        self.tests_failed = tests_failed
         self.items: dict[str, tuple[DriftItem, ...]] = {}
         self.unsynced: set[str] = set()
 
@@ -100,7 +108,10 @@ class Findings:
                 drift[item.drift_class] = drift.get(item.drift_class, 0) + 1
             bot.drift, bot.last_read = drift, at
             new = self._status(chatbot_id, drift, failures)
-            if chatbot_id in failures:
+            tests = self.tests_failed(chatbot_id)
+            if tests is not None and new not in ("Failed", "Missing"):
+                new, bot.last_error = "TestFailed", tests
+            elif chatbot_id in failures:
                 bot.last_error = failures[chatbot_id]
             elif new == "Missing":
                 bot.last_error = "the service does not list this chatbot"

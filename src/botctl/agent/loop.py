@@ -41,6 +41,7 @@ from typing import Any, Literal
 from botctl.agent import persist
 from botctl.agent.control import Hold, iso, suspension_words
 from botctl.agent.findings import Findings, Seen
+from botctl.agent.gating import GateSettings, Gating
 from botctl.agent.log import Log, Redactor
 from botctl.agent.notify import Notifier
 from botctl.agent.passes import Held, Passes
@@ -50,7 +51,7 @@ from botctl.agent.watch import DEFAULT_BUDGET, DEFAULT_SLICE, Slice, Watch
 from botctl.errors import BotctlError
 from botctl.models import Desired
 from botctl.pipeline.outcome import Outcome, terminal
-from botctl.pipeline.reconciler import Gate, load
+from botctl.pipeline.reconciler import load
 from botctl.pipeline.workspace import Workspace
 from botctl.reconcile.apply import Stop
 from botctl.reconcile.drift import DriftItem
@@ -76,6 +77,9 @@ class AgentSettings:
     acknowledged: Path | None = None
     watch_budget: float = DEFAULT_BUDGET  # percent of each key's limit
     watch_slice: float = DEFAULT_SLICE  # seconds between slices at the budget
+    # The lease held only during a cycle (--yield-lease): CI's apply and promote take the
+    # state lock between cycles (waiting with --lock-timeout).
+    yield_lease: bool = False
 
 
 class Agent:
@@ -89,7 +93,7 @@ class Agent:
         log: Log,
         notifier: Notifier,
         redact: Redactor,
-        gate: Gate | None = None,
+        gating: Gating | None = None,
     ) -> None:
         self.source = source
         self.make_workspace = make_workspace
@@ -102,7 +106,9 @@ class Agent:
         self.stopping: int | None = None  # the signal that asked the agent to stop
         self.watch = Watch(settings.watch_budget, settings.interval, settings.watch_slice)
         status.watch = self.watch
-        self.findings = Findings(status, log, redact)
+        # The gates and stages (--test, --stages): what a revision may reach, its tests.
+        self.gating = gating if gating is not None else Gating(GateSettings())
+        self.findings = Findings(status, log, redact, tests_failed=self._tests_failed)
         # The state's writers in this process, one at a time: a pass that applies, and the
         # agent's own record (``persist``), each a compare-and-swap write that would fail the
         # other's.
@@ -116,7 +122,8 @@ class Agent:
             acknowledged=settings.acknowledged,
             stop_for=self._apply_stopping,
             writes=self.state_writes,
-            gate=gate,
+            gate_for=self.gating.gate_for,
+            scope_for=self.gating.scoper,
         )
         self._wake = asyncio.Event()
         self._pending: Trigger | None = None  # the cycle asked for, not started yet
@@ -194,6 +201,8 @@ class Agent:
                     self._survive(exc)
                 if self.stopping is not None:
                     break
+                if self.settings.yield_lease and self.status.role == "active":
+                    await asyncio.to_thread(self.lease.release)
                 why = await self._wait()
         finally:
             self.status.role = "stopping"
@@ -211,6 +220,8 @@ class Agent:
             # Try again as the holder's lease would lapse: failover within the lease, not
             # the lease plus an interval (a renewed lease just means another wait).
             delay = min(delay, max(0.05, self._holder_expires - time.time() + 0.05))
+        elif self.status.role == "standby" and self.settings.yield_lease:
+            delay = min(delay, 1.0)  # a CI run's lock (no lease): soon released
         window = self.status.controls.window()
         if window is not None and window.until is not None and not backing_off:
             # Apply what waited as the window ends, not up to an interval later.
@@ -233,8 +244,13 @@ class Agent:
         return why
 
     def _next_due(self) -> float:
-        """When the next fetch or watch slice is due (monotonic)."""
+        """When the next fetch, watch slice or stage's turn (a soak's end) is due
+        (monotonic)."""
         due = self.watch.due_at() if self.status.role == "active" else None
+        opening = self.gating.next_opening() if self.status.role == "active" else None
+        if opening is not None:
+            turn = time.monotonic() + max(0.0, opening - time.time())
+            due = turn if due is None else min(due, turn)
         return self._fetch_due if due is None else min(self._fetch_due, due)
 
     def _due(self) -> Trigger:
@@ -489,12 +505,18 @@ class Agent:
         reassert = self._reassert_due()
         new = held.id != self.status.applied_revision
         auto = self.settings.auto_apply
-        wants = auto and held.id != self._stalled and (new or reassert)
+        applying = auto and held.id != self._stalled
+        if applying and not (new or reassert) and self.gating.settings.active:
+            # What CI recorded meanwhile, a soak that ended: a stage's turn may have come.
+            self.gating.refresh(held, await self.passes.state(held, ws))
+            self._show_gates()
+        wants = applying and (new or reassert or self.gating.due(held))
         hold = self._hold(record) if auto else None
         if wants and hold is not None:
             self._held(record, hold)  # drift is still read and reported
         if wants and hold is None:
             await self._apply(held, ws, record, reassert=reassert)
+            await self._promote(held, ws, record)
         elif (wants or not auto) and self._observed is not held:
             await self._observe(held, ws, record)
         elif self._slice_due():
@@ -502,10 +524,26 @@ class Agent:
         else:
             self._report_drift(record)
 
+    async def _promote(self, held: Held, ws: Workspace, record: CycleRecord) -> None:
+        """The stages the pass's tests opened (no soak): their turn in the same cycle, one
+        pass each at most."""
+        for _ in self.gating.settings.stages:
+            if self.stopping is not None or record.result == "failed":
+                return
+            if not self.gating.due(held):
+                return
+            await self._apply(held, ws, record, reassert=False, promoting=True)
+
     async def _apply(
-        self, held: Held, ws: Workspace, record: CycleRecord, *, reassert: bool
+        self,
+        held: Held,
+        ws: Workspace,
+        record: CycleRecord,
+        *,
+        reassert: bool,
+        promoting: bool = False,
     ) -> None:
-        new = held.id != self.status.applied_revision
+        new = promoting or held.id != self.status.applied_revision
         base = None if reassert else self._applied
         try:
             outcome, seen = await self.passes.apply(
@@ -533,6 +571,7 @@ class Agent:
         if self.stopping is not None:
             record.result = "interrupted"
             return
+        self._gated(held, outcome, record)
         self._seen(seen, held, record, whole=base is None)
         if outcome.applied and new:
             self.findings.now_at(held.id)
@@ -569,6 +608,8 @@ class Agent:
             if found and hold is not None:
                 self._held(record, hold)
                 found = []
+            # Never a revision the gates hold back from a chatbot (tests failed, a stage).
+            found = [i for i in found if self.gating.staging.admits(i.bot.chatbot_id)]
             if found:
                 ids = {i.bot.chatbot_id for i in found}
                 outcome, healed = await self.passes.heal(held, ws, record, ids, live)
@@ -624,6 +665,31 @@ class Agent:
         if record is not None:
             record.read = max(record.read, len(seen.covered))
 
+    def _gated(self, held: Held, outcome: Outcome, record: CycleRecord) -> None:
+        """What the gates say after a pass: the stages in the status, and a test that failed
+        in the log and a ``test_failed`` notification."""
+        news = self.gating.after(held, outcome, source=self.status.source)
+        self._show_gates()
+        if news is None:
+            return
+        record.tests_failed = True
+        text = self._words(news.text)
+        self.log.error("test", text, revision=held.id)
+        self.notifier.notify("test_failed", text, **news.fields)
+
+    def _show_gates(self) -> None:
+        """Each stage, and why a chatbot waits, in the status."""
+        self.status.stages = self.gating.documents()
+        for bot in self.status.bots.values():
+            held = self.gating.held(bot.chatbot_id)
+            bot.held = self._words(held) if held is not None else None
+
+    def _tests_failed(self, chatbot_id: str) -> str | None:
+        """Why a chatbot's tests hold the revision back from it (its status: TestFailed)."""
+        if not self.gating.failed(chatbot_id):
+            return None
+        return self._words(self.gating.held(chatbot_id) or "its tests failed")
+
     def _stall(self, held: Held, record: CycleRecord, error: str) -> None:
         """The plan of ``held`` cannot be applied as it is: reported once, not retried until
         the next revision (the watch goes on)."""
@@ -646,6 +712,9 @@ class Agent:
         if record.failed:  # every failed operation is in ``failures`` too
             record.result = "failed"
             record.error = record.error or "; ".join(sorted(set(failures.values())))[:2000]
+        elif record.tests_failed:
+            record.result = "test_failed"
+            self._reported_drift = frozenset()
         elif applied_ok and record.applied and new:
             record.result = "applied"
             self._reported_drift = frozenset()

@@ -23,8 +23,8 @@ from botctl.agent.log import Log, Redactor
 from botctl.agent.status import Metrics, now_iso
 from botctl.values import url_origin
 
-EVENTS = ("failed", "drift", "healed", "recovered", "synced")
-DEFAULT_EVENTS = ("failed", "drift", "healed", "recovered")
+EVENTS = ("failed", "test_failed", "drift", "healed", "recovered", "synced")
+DEFAULT_EVENTS = ("failed", "test_failed", "drift", "healed", "recovered")
 _QUEUE = 100
 
 

@@ -32,7 +32,7 @@ from botctl.config.resolve import Fleet
 from botctl.models import Desired, State
 from botctl.pipeline.flows import classify, observe, read_state_for
 from botctl.pipeline.outcome import Outcome
-from botctl.pipeline.reconciler import Gate, Loaded, Reconciler
+from botctl.pipeline.reconciler import Gate, Loaded, Reconciler, Scoper
 from botctl.pipeline.scope import narrowed, scope_between
 from botctl.pipeline.workspace import Workspace
 from botctl.plan import Operation, Plan, Scope
@@ -103,7 +103,8 @@ class Passes:
         acknowledged: Path | None,
         stop_for: Callable[[Stop | None], None],
         writes: asyncio.Lock,
-        gate: Gate | None = None,
+        gate_for: Callable[[Held], Gate | None] = lambda held: None,
+        scope_for: Callable[[Held, Scoper], Scoper] = lambda held, scoper: scoper,
     ) -> None:
         self.lease = lease
         self.log = log
@@ -113,7 +114,10 @@ class Passes:
         self.acknowledged = acknowledged
         self.stop_for = stop_for
         self.writes = writes  # the state's writers of this process take it in turn
-        self.gate = gate
+        # The gates (``agent.gating``): the reconciler's gate for a revision, and what may
+        # narrow a pass's scope (the chatbots a revision may not reach yet).
+        self.gate_for = gate_for
+        self.scope_for = scope_for
         self._state: tuple[tuple[str, str], State] | None = None  # (holder, revision), state
 
     # --- applying --------------------------------------------------------------------------
@@ -166,10 +170,10 @@ class Passes:
                 reconciler = Reconciler(
                     replace(ws, skip_missing=True),
                     driver,
-                    gate=self.gate,
+                    gate=self.gate_for(held),
                     stop=stop,
                     held=LeasedBackend(inner, self.lease),
-                    scoper=how["scoper"],
+                    scoper=self.scope_for(held, how["scoper"]),
                 )
                 outcome = await reconciler.reconcile(held.loaded, live=live)
         finally:
@@ -225,6 +229,10 @@ class Passes:
         return frozenset(
             b.bot.chatbot_id for b in scope.planned if any(r in moved for r in b.reasons)
         )
+
+    async def state(self, held: Held, ws: Workspace) -> State:
+        """The state as the watch compares with it (see ``_read_state``)."""
+        return await self._read_state(held, ws)
 
     async def _read_state(self, held: Held, ws: Workspace) -> State:
         """The state the watch compares with: read once while this process holds the lease

@@ -18,12 +18,13 @@ from botctl.agent.watch import Watch
 from botctl.resources.agentrecord import LastApplied
 from botctl.service.pacing import RequestStats
 
-BotStatus = Literal["Synced", "OutOfSync", "Drifted", "Failed", "Missing", "Unknown"]
+BotStatus = Literal["Synced", "OutOfSync", "Drifted", "Failed", "TestFailed", "Missing", "Unknown"]
 STATUSES: tuple[BotStatus, ...] = (
     "Synced",
     "OutOfSync",
     "Drifted",
     "Failed",
+    "TestFailed",  # its tests failed at the revision (--test): not applied again until it changes
     "Missing",
     "Unknown",
 )
@@ -38,6 +39,7 @@ CycleResult = Literal[
     "failed",  # the cycle failed (source, service, state, apply)
     "standby",  # another agent holds the lease
     "interrupted",  # stopped by a signal
+    "test_failed",  # applied, and a gate's conversation test failed (--test)
     "preempted",  # a drift watch read given up for a push (it wrote nothing)
     "stalled",  # the revision cannot be applied as it is: not retried until the next one
 ]
@@ -70,6 +72,7 @@ class BotState:
     drift: dict[str, int] = field(default_factory=dict)  # drift class -> items
     diff: BotDiff | None = None  # what drifted or would be applied, value by value
     last_read: str | None = None  # when the status was last made from a read of the service
+    held: str | None = None  # why the revision is not written to it now (--test, --stages)
 
     def set_status(self, status: BotStatus, at: str) -> bool:
         changed = status != self.status
@@ -93,6 +96,7 @@ class BotState:
             "drift": dict(self.drift),
             "diff": diff.to_document(),
             "lastRead": self.last_read,
+            "held": self.held,
         }
 
 
@@ -113,6 +117,7 @@ class CycleRecord:
     override: dict[str, Any] | None = None  # the --override-window that let it apply
     read: int = 0  # chatbots the cycle read from the service
     requests: int = 0  # requests the cycle sent
+    tests_failed: bool = False  # a gate's conversation test failed (--test)
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -357,6 +362,8 @@ class AgentStatus:
         # A revision the plan refused as it is (a safety cap): {revision, error}.
         self.stalled: dict[str, str] | None = None
         self.watch: Watch | None = None  # the drift watch's schedule, once there is one
+        # Each stage (--stages): its revision and its gate (``agent.stages.gate_document``).
+        self.stages: list[dict[str, Any]] = []
         self.watchdog = Watchdog(watchdog)
         self.metrics = Metrics()
         self.metrics.suspended.set_function(lambda: self.controls.suspended is not None)
@@ -444,6 +451,7 @@ class AgentStatus:
             "summary": self.counts(),
             "drift": self.drift_summary(),
             **self.controls.to_document(),
+            "stages": self.stages,
             "chatbots": [
                 b.to_document(self.applied.get(b.chatbot_id))
                 for b in sorted(self.bots.values(), key=lambda b: b.name)

@@ -27,6 +27,7 @@ import click
 from click.core import ParameterSource
 
 from botctl.cli.agent_control import VERBS, control_token_option
+from botctl.cli.agent_gates import gate_options, gate_settings, gating_for
 from botctl.cli.drift import Duration
 from botctl.cli.options import (
     ALLOW_UNKNOWN_MODELS,
@@ -154,6 +155,11 @@ class AgentOptions:
     disabled_warnings: frozenset[str]
     control_token_env: str
     deny_windows: tuple[Any, ...]  # agent.windows.DenyWindow
+    test: bool
+    rollback_on_failure: bool
+    stages: tuple[Any, ...]  # agent.stages' Stage
+    soak: timedelta | None
+    yield_lease: bool
     selection: SelectionGroup = group(SelectionGroup)
     service: ServiceGroup = group(ServiceGroup)
     safety: SafetyGroup = group(SafetyGroup)
@@ -368,6 +374,7 @@ class AgentOptions:
     "Europe/Berlin', 'Mon-Fri 22:00-06:00' (UTC; an end before the start crosses midnight). "
     "Repeatable. Drift is still read and reported.",
 )
+@gate_options
 @ALLOW_UNKNOWN_MODELS
 @DISABLE_WARNING
 @selection_options
@@ -419,7 +426,7 @@ def run_agent(o: AgentOptions) -> int:
     from botctl.store.lock import Lease
     from botctl.trust import ExposedEnviron, Exposure
 
-    _check_options(o)
+    gates = _check_options(o)
     access = _access(o)
     state = o.service.state_path
     open_backend(state).close()  # a bad --state is a clear error now, not in every cycle
@@ -446,7 +453,8 @@ def run_agent(o: AgentOptions) -> int:
     lease = Lease(state, duration=o.lease.total_seconds())
     notifier = Notifier(o.notify_urls, o.notify_on, redactor, log, status.metrics)
     make_workspace = _workspaces(o, environ, secrets)
-    runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor)
+    gating = gating_for(gates, status.metrics.registry)
+    runner = Agent(src, make_workspace, settings, status, lease, log, notifier, redactor, gating)
     if not access.loopback and not access.configured:
         log.warning("control", _unguarded(o))
     _serve(o, runner, redact(os.fspath(state)), access)
@@ -555,8 +563,9 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     runner.request_stop(signum)
 
 
-def _check_options(o: AgentOptions) -> None:
-    """Options that contradict each other, or name a variable that is empty: usage errors."""
+def _check_options(o: AgentOptions) -> Any:
+    """Options that contradict each other, or name a variable that is empty: usage errors.
+    The gates' settings (``agent.gating.GateSettings``), checked too."""
     if o.self_heal and not o.auto_apply:
         raise click.UsageError("--self-heal re-applies the applied revision: add --auto-apply")
     if o.reassert_every is not None and not o.self_heal:
@@ -564,6 +573,7 @@ def _check_options(o: AgentOptions) -> None:
     secret_env = o.webhook_secret_env
     if secret_env and not os.environ.get(secret_env):
         raise click.UsageError(f"--webhook-secret-env {secret_env}: the variable is empty or unset")
+    return gate_settings(o)
 
 
 def _settings(o: AgentOptions) -> AgentSettings:
@@ -579,6 +589,7 @@ def _settings(o: AgentOptions) -> AgentSettings:
         acknowledged=o.acknowledged_file,
         watch_budget=o.watch_budget,
         watch_slice=max(0.1, o.watch_slice.total_seconds()),
+        yield_lease=o.yield_lease,
     )
 
 

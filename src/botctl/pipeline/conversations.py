@@ -154,10 +154,15 @@ class TestGate:
 
     __test__ = False  # not a pytest class, whatever its name
 
-    def __init__(self, ws: Workspace, names: Sequence[str], *, rollback: bool) -> None:
+    def __init__(
+        self, ws: Workspace, names: Sequence[str], *, rollback: bool, within_plan: bool = False
+    ) -> None:
         whole, self.fleet = whole_and_selected(ws)
         self.ws = ws
         self.rollback = rollback
+        # The agent's passes: only the chatbots of the pass's plan (a stage not reached yet
+        # runs the revision before: its tests would speak for a revision it does not have).
+        self.within_plan = within_plan
         self.tests = chosen_tests(self.fleet, names)
         self.covered = {name for t in self.tests for name in t.chatbots}
         self.current = revisions(self.fleet)
@@ -180,18 +185,21 @@ class TestGate:
 
     def _tested(self, applied: Applied) -> list[BotSpec]:
         """The chatbots the apply changed, and those covered by a test whose record is not
-        "passed at this revision"."""
+        "passed at this revision" (``within_plan``: of the plan's chatbots only)."""
         changed = {r.operation.bot.chatbot_id for r in applied.report.results}
         rollout = applied.writer.state.rollout
-        return [
-            b.spec
-            for b in self.fleet.bots
-            if b.spec.chatbot_id in changed
-            or (
-                b.spec.name in self.covered
-                and rollout.get(b.spec.chatbot_id) != Rollout(self.current[b.spec.chatbot_id], True)
+        planned = {b.chatbot_id for b in applied.plan.bots}
+
+        def due(spec: BotSpec) -> bool:
+            if self.within_plan and spec.chatbot_id not in planned:
+                return False
+            passed = Rollout(self.current[spec.chatbot_id], True)
+            covered = spec.name in self.covered
+            return spec.chatbot_id in changed or (
+                covered and rollout.get(spec.chatbot_id) != passed
             )
-        ]
+
+        return [b.spec for b in self.fleet.bots if due(b.spec)]
 
 
 def _record_outcome(
