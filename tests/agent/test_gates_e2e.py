@@ -175,3 +175,95 @@ def test_a_failing_test_never_reaches_production_and_a_fix_goes_through_both_sta
         assert order[-2:] == ["bot-s", "bot-p"]  # staging first
     finally:
         agent.kill()
+
+
+def test_a_passing_revision_soaks_in_staging_before_production(
+    bench: Bench, tmp_path: Path
+) -> None:
+    remote = GitRemote(tmp_path / "git")
+    first = remote.push(configuration(GOOD), "first")
+    agent = start(
+        bench,
+        remote.source("bots"),
+        "--auto-apply",
+        "--stages",
+        STAGES,
+        "--soak",
+        "3s",
+        "--interval",
+        "1h",
+    )
+    try:
+        doc = agent.wait_for(
+            lambda d: bool(d["stages"]) and d["stages"][1]["gate"] == "soaking", 60, "soaking"
+        )
+        production = stage(doc, "stage=production")
+        assert production["opensAt"] is not None
+        assert "soaking: stage=staging passed" in production["reasons"][0]
+        assert stage(doc, "stage=staging") | {"passingSince": None} == stage(
+            doc, "stage=staging"
+        ) | {
+            "passingSince": None,
+            "gate": "passed",
+            "revision": first,
+        }
+        assert bot(doc, "support")["held"] is not None
+        assert writes_to(bench, "bot-p") == []  # still soaking: production untouched
+        assert instructions(bench, "bot-s") == GOOD
+        # The soak's end wakes the loop (the interval is an hour): production follows.
+        doc = agent.wait_for(at(first), 60, "production after the soak")
+        assert instructions(bench, "bot-p") == GOOD
+        assert bot(doc, "support")["held"] is None
+        metrics = agent.get("/metrics").text
+        assert 'botctl_agent_stage_gate{result="passed",stage="stage=production"} 1.0' in metrics
+        assert 'botctl_agent_test_cases_total{result="passed"} 2.0' in metrics
+    finally:
+        agent.kill()
+
+
+def test_ci_apply_and_promote_share_the_state_with_a_running_agent(
+    bench: Bench, tmp_path: Path
+) -> None:
+    remote = GitRemote(tmp_path / "git")
+    first = remote.push(configuration(GOOD), "first")
+    agent = start(
+        bench,
+        remote.source("bots"),
+        "--auto-apply",
+        "--stages",
+        STAGES,
+        "--yield-lease",
+        "--interval",
+        "1s",
+    )
+    try:
+        agent.wait_for(at(first), 60, "the first revision through both stages")
+        # A new commit, and CI's pipeline on the same commit while the agent follows it:
+        # its apply --test and promote wait for the state lock between the agent's cycles,
+        # and whichever comes first, the other finds the tests recorded.
+        remote.push(configuration(FIXED), "fix")
+        config = bench.workdir / "ci"
+        (config / "bots").mkdir(parents=True)
+        (config / "bots" / "support.yaml").write_text(configuration(FIXED)["bots/support.yaml"])
+        ci = {"BOTCTL_API_KEY": KEY}
+        for argv in (
+            ("apply", "-l", "stage=staging", "--test", "--auto-approve"),
+            ("promote", "--from", "stage=staging", "--to", "stage=production", "--auto-approve"),
+        ):
+            cycles = newest(agent.status())
+            done = bench.run(
+                *argv,
+                str(config / "bots"),
+                "--state",
+                str(bench.state_path),
+                "--lock-timeout",
+                "60",
+                env=ci,
+            )
+            assert done.exit_code == 0, done.output
+            agent.wait_for(lambda d, n=cycles: newest(d) > n + 1, 60, "the agent cycling on")
+        assert instructions(bench, "bot-s") == FIXED
+        assert instructions(bench, "bot-p") == FIXED
+        assert agent.proc.poll() is None
+    finally:
+        agent.kill()
