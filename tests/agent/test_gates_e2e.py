@@ -23,7 +23,7 @@ STAGES = "stage=staging,stage=production"
 SETTINGS = "/api/v1/update-chatbot-settings"
 
 
-def configuration(instructions: str) -> dict[str, str]:
+def configuration(instructions: str) -> dict[str, str | None]:
     """Staging and production chatbots of one app, their instructions from one Defaults
     document, and a test both must pass (the sandbox's answer follows the instructions)."""
     docs = [
@@ -92,6 +92,15 @@ def bot(doc: dict[str, Any], name: str) -> dict[str, Any]:
 
 def stage(doc: dict[str, Any], text: str) -> dict[str, Any]:
     return next(s for s in doc["stages"] if s["stage"] == text)
+
+
+def past(cycle: int) -> Any:
+    """The agent has numbered a cycle past ``cycle``."""
+
+    def check(doc: dict[str, Any]) -> bool:
+        return newest(doc) > cycle
+
+    return check
 
 
 def at(revision: str) -> Any:
@@ -244,7 +253,9 @@ def test_ci_apply_and_promote_share_the_state_with_a_running_agent(
         remote.push(configuration(FIXED), "fix")
         config = bench.workdir / "ci"
         (config / "bots").mkdir(parents=True)
-        (config / "bots" / "support.yaml").write_text(configuration(FIXED)["bots/support.yaml"])
+        (config / "bots" / "support.yaml").write_text(
+            str(configuration(FIXED)["bots/support.yaml"])
+        )
         ci = {"BOTCTL_API_KEY": KEY}
         for argv in (
             ("apply", "-l", "stage=staging", "--test", "--auto-approve"),
@@ -261,7 +272,7 @@ def test_ci_apply_and_promote_share_the_state_with_a_running_agent(
                 env=ci,
             )
             assert done.exit_code == 0, done.output
-            agent.wait_for(lambda d, n=cycles: newest(d) > n + 1, 60, "the agent cycling on")
+            agent.wait_for(past(cycles + 1), 60, "the agent cycling on")
         assert instructions(bench, "bot-s") == FIXED
         assert instructions(bench, "bot-p") == FIXED
         assert agent.proc.poll() is None

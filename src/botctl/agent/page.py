@@ -17,6 +17,7 @@ _COLOURS = {
     "OutOfSync": "#9a6700",
     "Drifted": "#bc4c00",
     "Failed": "#cf222e",
+    "TestFailed": "#a40e26",
     "Missing": "#8250df",
     "Unknown": "#57606a",
 }
@@ -118,6 +119,25 @@ def _diff(bot: dict[str, Any], columns: int) -> str:
     )
 
 
+def _stages(stages: list[dict[str, Any]]) -> str:
+    """Each stage (--stages): its chatbots, the revision it last received, its gate."""
+    if not stages:
+        return ""
+    rows = [
+        f'<tr class="stage"><td><code>{_text(s["stage"])}</code></td>'
+        f"<td>{_text(', '.join(s['chatbots']))}</td>"
+        f"<td><code>{_short(s['revision'])}</code></td>"
+        f'<td class="gate">{_text(s["gate"])}</td>'
+        f'<td class="error">{_text("; ".join(s["reasons"]))}</td></tr>'
+        for s in stages
+    ]
+    return (
+        '<h2>Stages</h2>\n<table id="stages"><thead><tr><th>Stage</th><th>Chatbots</th>'
+        "<th>Revision</th><th>Gate</th><th>Why</th></tr></thead>\n"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def _chatbots(doc: dict[str, Any]) -> str:
     rows = []
     for bot in doc["chatbots"]:
@@ -138,7 +158,7 @@ def _chatbots(doc: dict[str, Any]) -> str:
             f"<td><code>{_short(bot['revision'])}</code></td>"
             f'<td class="applied">{applied}</td>'
             f"<td>{_text(bot['lastSync'])}</td><td>{_text(bot['lastChange'])}</td>"
-            f'<td class="error">{_text(bot["lastError"])}</td></tr>'
+            f'<td class="error">{_text(bot["lastError"] or bot.get("held"))}</td></tr>'
         )
         rows.append(_diff(bot, len(_COLUMNS)))
     return "".join(rows)
@@ -178,6 +198,7 @@ revision <code id="revision">{_short(doc["revision"])}</code> · applied
 {_text(doc["lastSuccess"])} · next cycle {_text(doc["nextCycle"])}</p>
 <p id="summary">{len(doc["chatbots"])} chatbot(s): {counts or "none yet"}</p>
 {_banners(doc)}
+{_stages(doc.get("stages") or [])}
 <h2>Chatbots</h2>
 <table id="chatbots"><thead><tr>{head}</tr></thead>
 <tbody>{_chatbots(doc)}</tbody></table>

@@ -269,8 +269,8 @@ class AgentOptions:
     multiple=True,
     callback=_events,
     metavar="EVENTS",
-    help="Which events to notify: failed, drift, healed, recovered, synced (comma-separated; "
-    "default: all but synced).",
+    help="Which events to notify: failed, test_failed, drift, healed, recovered, synced "
+    "(comma-separated; default: all but synced).",
 )
 @click.option(
     "--log-format",
