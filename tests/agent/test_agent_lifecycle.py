@@ -86,8 +86,12 @@ def cycles_pass(*agents: AgentProcess, count: int = 2) -> None:
     """Each agent finishes ``count`` more cycles: what any of them would have written by
     then is in the request log (an observed wait, not a guessed sleep)."""
     for agent in agents:
-        seen = newest(agent.status())
-        agent.wait_for(lambda d, seen=seen: newest(d) >= seen + count, what=f"{count} cycles")
+        target = newest(agent.status()) + count
+
+        def passed(doc: dict[str, Any], target: int = target) -> bool:
+            return newest(doc) >= target
+
+        agent.wait_for(passed, what=f"{count} cycles")
 
 
 def settings_writes(bench: Bench) -> list[dict[str, Any]]:
