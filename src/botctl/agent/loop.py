@@ -202,7 +202,8 @@ class Agent:
                 if self.stopping is not None:
                     break
                 if self.settings.yield_lease and self.status.role == "active":
-                    await asyncio.to_thread(self.lease.release)
+                    async with self.state_writes:  # not under a write of the agent's record
+                        await asyncio.to_thread(self.lease.release)
                 why = await self._wait()
         finally:
             self.status.role = "stopping"
@@ -822,9 +823,17 @@ class Agent:
             self.log.warning("control", f"the state says: {suspension_words(found.suspended)}")
 
     async def persist(self, change: Callable[[AgentRecord], None], message: str) -> None:
-        """Write the agent's record in the state under the lease, between passes."""
+        """Write the agent's record in the state under the lease, between passes (with
+        --yield-lease, the lease taken for the write when no cycle holds it)."""
         async with self.state_writes:
-            await asyncio.to_thread(persist.update_record, self.lease, change, message)
+            taken = self.settings.yield_lease and self.lease.info is None
+            if taken:
+                await asyncio.to_thread(self.lease.try_acquire)
+            try:
+                await asyncio.to_thread(persist.update_record, self.lease, change, message)
+            finally:
+                if taken and self.status.running is None:
+                    await asyncio.to_thread(self.lease.release)
 
     async def _remember_applied(self, revision: Revision, outcome: Outcome) -> None:
         """Each chatbot the pass changed: ``revision`` and now, in status and in the state (a
