@@ -9,6 +9,7 @@ from collections.abc import Collection
 from typing import Any
 
 from botctl.conversation.report import CaseResult, TestReport
+from botctl.render.tests import case_document
 
 # Bounds: a notification is read in a chat; its JSON carries more, still bounded.
 _TEXT_CASES = 5
@@ -69,19 +70,7 @@ def failed_news(
         "revision": revision,
         "chatbots": names,
         "rolledBack": back,
-        "tests": [_case_document(c) for c in cases[:_DOCUMENT_CASES]],
+        # Each case as `botctl test --format json` writes it (its turns' answers quoted).
+        "tests": [case_document(c) for c in cases[:_DOCUMENT_CASES]],
     }
     return "\n".join(lines), fields
-
-
-def _case_document(case: CaseResult) -> dict[str, Any]:
-    return {
-        "test": case.test,
-        "source": case.source,
-        "chatbot": case.chatbot,
-        "chatbotId": case.chatbot_id,
-        "status": case.status,
-        "passedRuns": case.passed_runs,
-        "runs": len(case.runs),
-        "failures": list(case_problems(case)),
-    }
