@@ -487,3 +487,46 @@ def test_the_page_in_headless_chromium_shows_holds_and_the_diff(
     assert "<script" not in dom
     assert_never_shown(agent, dom)
     assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_with_yield_lease_a_suspension_through_one_replica_holds_the_other(
+    bench: Bench, agents: list[Any]
+) -> None:
+    """Two replicas taking turns at the lease (--yield-lease: each holds it only during its
+    cycles), neither ever standing by: suspended through the second, the first, whose own
+    memory says "not suspended", reads the agent's record again on taking the lease for its
+    next cycle, and applies nothing; resumed through the second, it applies."""
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="model: gpt-4o-mini"))
+    flags = ("--auto-apply", "--interval", "1h", "--yield-lease")
+    first = start(bench, *flags)
+    agents.append(first)
+    first.wait_for(lambda d: d["appliedRevision"] and idle(d), what="first sync")
+    second = start(bench, *flags, "--cache-dir", str(bench.workdir / "cache-2"))
+    agents.append(second)
+    second.wait_for(lambda d: d["role"] == "active" and newest(d) >= 1 and idle(d), what="second")
+
+    said = steer(second, "suspend", "--reason", "freeze", "--by", "dana")
+    assert "Written to the state." in said.output, said.output
+    assert json.loads(bench.state_path.read_text())["agent"]["suspended"]["by"] == "dana"
+    assert first.status()["suspended"] is None  # as the first last read it
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="model: gpt-5-mini"))
+    ran = steer(first, "sync")
+    assert ran.exit_code == 0, ran.output
+    doc = first.status()
+    assert doc["suspended"]["by"] == "dana"
+    assert "suspended by dana" in (doc["cycles"][0]["held"] or "")
+    assert settings_of(bench)["model"] == "gpt-4o-mini"  # the new revision not applied
+    assert "the state says: suspended by dana" in first.log_text()
+
+    before = newest(second.status())
+    resumed = steer(second, "resume")
+    assert "Written to the state." in resumed.output, resumed.output
+    # A resume runs a cycle on its replica: the first's sync comes after it (not standing by).
+    second.wait_for(lambda d: newest(d) > before and idle(d), what="the second's cycle")
+    ran = steer(first, "sync")
+    assert ran.exit_code == 0, ran.output
+    assert first.status()["suspended"] is None
+    assert settings_of(bench)["model"] == "gpt-5-mini"
+    for agent in agents:
+        assert agent.stop(signal.SIGTERM) == 0

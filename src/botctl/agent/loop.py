@@ -62,6 +62,7 @@ from botctl.store.lock import Lease
 
 Trigger = Literal["start", "interval", "webhook", "retry", "watch", "control"]
 PUSHES = ("webhook", "control")  # triggers that preempt a watch slice being read
+RECORD_LEASE_WAIT = 120.0  # seconds a record's write waits for another run's lock (yield-lease)
 STATE_WRITES_GRACE = 5.0  # seconds a stopping agent waits for its record's writes in line
 
 
@@ -204,6 +205,9 @@ class Agent:
                 if self.settings.yield_lease and self.status.role == "active":
                     async with self.state_writes:  # not under a write of the agent's record
                         await asyncio.to_thread(self.lease.release)
+                    # Another replica may take the lease and change the record (a suspension
+                    # through it): read again on taking the lease back.
+                    self.status.controls.known = False
                 why = await self._wait()
         finally:
             self.status.role = "stopping"
@@ -815,12 +819,15 @@ class Agent:
     async def _take_over_record(self) -> None:
         """On taking the lease: the suspension and the revisions last applied, as the
         replica that held it before left them in the state."""
-        found = await asyncio.to_thread(persist.read_record, self.lease.where)
+        async with self.state_writes:  # after a write of the record still waiting for the lease
+            found = await asyncio.to_thread(persist.read_record, self.lease.where)
         controls = self.status.controls
-        controls.suspended, controls.known = found.suspended, True
+        was, controls.suspended, controls.known = controls.suspended, found.suspended, True
         self.status.applied = dict(found.applied)
-        if found.suspended is not None:
+        if found.suspended is not None and found.suspended != was:
             self.log.warning("control", f"the state says: {suspension_words(found.suspended)}")
+        elif found.suspended is None and was is not None:
+            self.log.info("control", "the state says: not suspended (resumed through a replica)")
 
     async def persist(self, change: Callable[[AgentRecord], None], message: str) -> None:
         """Write the agent's record in the state under the lease, between passes (with
@@ -828,12 +835,22 @@ class Agent:
         async with self.state_writes:
             taken = self.settings.yield_lease and self.lease.info is None
             if taken:
-                await asyncio.to_thread(self.lease.try_acquire)
+                await self._lease_for_record()
             try:
                 await asyncio.to_thread(persist.update_record, self.lease, change, message)
             finally:
                 if taken and self.status.running is None:
                     await asyncio.to_thread(self.lease.release)
+
+    async def _lease_for_record(self) -> None:
+        """--yield-lease, between cycles: the lease taken for a write of the agent's record,
+        waiting (as CI's runs wait with --lock-timeout) while another run holds the state's
+        lock, at most ``RECORD_LEASE_WAIT`` seconds; the write fails after that, saying so."""
+        deadline = time.monotonic() + RECORD_LEASE_WAIT
+        while not await asyncio.to_thread(self.lease.try_acquire):
+            if self.stopping is not None or time.monotonic() >= deadline:
+                return  # the write fails: the lease is not held (said by the caller)
+            await asyncio.sleep(0.5)
 
     async def _remember_applied(self, revision: Revision, outcome: Outcome) -> None:
         """Each chatbot the pass changed: ``revision`` and now, in status and in the state (a
