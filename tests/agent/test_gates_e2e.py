@@ -262,6 +262,12 @@ def ci(bench: Bench, config: Path, agent: AgentProcess, *argv: str) -> None:
     assert done.exit_code == 0, f"{done.output}\n--- the agent's log:\n{agent.log_text()}"
 
 
+def beside_ci(bench: Bench, remote: GitRemote, *argv: str, **env: str) -> AgentProcess:
+    """An agent through both stages that yields the state's lease to CI between cycles."""
+    yielding = ["--auto-apply", "--stages", STAGES, "--yield-lease", *argv]
+    return start(bench, remote.source("bots"), *yielding, env=env)
+
+
 CI_APPLY = ("apply", "-l", "stage=staging", "--test", "--auto-approve")
 CI_PROMOTE = ("promote", "--from", "stage=staging", "--to", "stage=production", "--auto-approve")
 
@@ -271,16 +277,7 @@ def test_ci_apply_and_promote_share_the_state_with_a_running_agent(
 ) -> None:
     remote = GitRemote(tmp_path / "git")
     first = remote.push(configuration(GOOD), "first")
-    agent = start(
-        bench,
-        remote.source("bots"),
-        "--auto-apply",
-        "--stages",
-        STAGES,
-        "--yield-lease",
-        "--interval",
-        "1s",
-    )
+    agent = beside_ci(bench, remote, "--interval", "1s")
     try:
         agent.wait_for(at(first), 60, "the first revision through both stages")
         # A new commit, and CI's pipeline on the same commit while the agent follows it:
@@ -310,18 +307,7 @@ def test_an_agent_behind_ci_never_writes_its_older_revision_over_what_ci_applied
     remote = GitRemote(tmp_path / "git")
     first = remote.push(configuration(GOOD), "first")
     hook = ["--webhook-secret-env", "HOOK_SECRET"]
-    agent = start(
-        bench,
-        remote.source("bots"),
-        "--auto-apply",
-        "--stages",
-        STAGES,
-        "--yield-lease",
-        "--interval",
-        "1h",
-        *hook,
-        env={"HOOK_SECRET": HOOK},
-    )
+    agent = beside_ci(bench, remote, "--interval", "1h", *hook, HOOK_SECRET=HOOK)
 
     def cycle(after: str, what: str) -> dict[str, Any]:
         cycles = newest(agent.status())
