@@ -15,12 +15,21 @@ from typing import Any
 
 import pytest
 
-from tests.agent.support import AgentProcess, GitRemote, Receiver, idle, newest
+from tests.agent.support import (
+    AgentProcess,
+    GitRemote,
+    Receiver,
+    github_headers,
+    idle,
+    newest,
+    push_body,
+)
 from tests.e2e_support import Bench
 
 KEY = "sk-gates-KEY-5531-distinctive"
 STAGES = "stage=staging,stage=production"
 SETTINGS = "/api/v1/update-chatbot-settings"
+HOOK = "hook-secret-gates-7070"
 
 
 def configuration(instructions: str) -> dict[str, str | None]:
@@ -67,8 +76,8 @@ def receiver() -> Any:
     found.close()
 
 
-def start(bench: Bench, source: str, *argv: str) -> AgentProcess:
-    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
+def start(bench: Bench, source: str, *argv: str, env: dict[str, str] | None = None) -> AgentProcess:
+    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url, **(env or {})}
     state = ["--state", str(bench.state_path), "--cache-dir", str(bench.workdir / "cache")]
     return AgentProcess([*state, source, *argv], env, bench.workdir)
 
@@ -230,51 +239,102 @@ def test_a_passing_revision_soaks_in_staging_before_production(
         agent.kill()
 
 
+def ci_checkout(bench: Bench, text: str) -> Path:
+    """CI's checkout of a commit: its configuration directory."""
+    config = bench.workdir / "ci" / "bots"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "support.yaml").write_text(text)
+    return config
+
+
+def ci(bench: Bench, config: Path, agent: AgentProcess, *argv: str) -> None:
+    """One of CI's commands on the agent's state, waiting for the lock between its cycles;
+    it must succeed (the agent's log in the message if not)."""
+    done = bench.run(
+        *argv,
+        str(config),
+        "--state",
+        str(bench.state_path),
+        "--lock-timeout",
+        "60",
+        env={"BOTCTL_API_KEY": KEY},
+    )
+    assert done.exit_code == 0, f"{done.output}\n--- the agent's log:\n{agent.log_text()}"
+
+
+def beside_ci(bench: Bench, remote: GitRemote, *argv: str, **env: str) -> AgentProcess:
+    """An agent through both stages that yields the state's lease to CI between cycles."""
+    yielding = ["--auto-apply", "--stages", STAGES, "--yield-lease", *argv]
+    return start(bench, remote.source("bots"), *yielding, env=env)
+
+
+CI_APPLY = ("apply", "-l", "stage=staging", "--test", "--auto-approve")
+CI_PROMOTE = ("promote", "--from", "stage=staging", "--to", "stage=production", "--auto-approve")
+
+
 def test_ci_apply_and_promote_share_the_state_with_a_running_agent(
     bench: Bench, tmp_path: Path
 ) -> None:
     remote = GitRemote(tmp_path / "git")
     first = remote.push(configuration(GOOD), "first")
-    agent = start(
-        bench,
-        remote.source("bots"),
-        "--auto-apply",
-        "--stages",
-        STAGES,
-        "--yield-lease",
-        "--interval",
-        "1s",
-    )
+    agent = beside_ci(bench, remote, "--interval", "1s")
     try:
         agent.wait_for(at(first), 60, "the first revision through both stages")
         # A new commit, and CI's pipeline on the same commit while the agent follows it:
         # its apply --test and promote wait for the state lock between the agent's cycles,
         # and whichever comes first, the other finds the tests recorded.
-        remote.push(configuration(FIXED), "fix")
-        config = bench.workdir / "ci"
-        (config / "bots").mkdir(parents=True)
-        (config / "bots" / "support.yaml").write_text(
-            str(configuration(FIXED)["bots/support.yaml"])
-        )
-        ci = {"BOTCTL_API_KEY": KEY}
-        for argv in (
-            ("apply", "-l", "stage=staging", "--test", "--auto-approve"),
-            ("promote", "--from", "stage=staging", "--to", "stage=production", "--auto-approve"),
-        ):
+        fixed = remote.push(configuration(FIXED), "fix")
+        config = ci_checkout(bench, str(configuration(FIXED)["bots/support.yaml"]))
+        for argv in (CI_APPLY, CI_PROMOTE):
             cycles = newest(agent.status())
-            done = bench.run(
-                *argv,
-                str(config / "bots"),
-                "--state",
-                str(bench.state_path),
-                "--lock-timeout",
-                "60",
-                env=ci,
-            )
-            assert done.exit_code == 0, done.output
+            ci(bench, config, agent, *argv)
             agent.wait_for(past(cycles + 1), 60, "the agent cycling on")
+        agent.wait_for(at(fixed), 60, "the fix through both stages")
+        log = agent.log_text()
+        assert instructions(bench, "bot-s") == FIXED, log
+        assert instructions(bench, "bot-p") == FIXED, log
+        assert agent.proc.poll() is None, log
+    finally:
+        agent.kill()
+
+
+def test_an_agent_behind_ci_never_writes_its_older_revision_over_what_ci_applied(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """CI applies and tests a commit the agent has not fetched yet; a cycle of the agent in
+    between (a push's webhook before the branch moved, a watch slice) leaves the staging
+    chatbot as CI left it: its tests at CI's revision are not "untested at the agent's"."""
+    remote = GitRemote(tmp_path / "git")
+    first = remote.push(configuration(GOOD), "first")
+    hook = ["--webhook-secret-env", "HOOK_SECRET"]
+    agent = beside_ci(bench, remote, "--interval", "1h", *hook, HOOK_SECRET=HOOK)
+
+    def cycle(after: str, what: str) -> dict[str, Any]:
+        cycles = newest(agent.status())
+        body = push_body(after)
+        answer = agent.hook(body, github_headers(body, HOOK))
+        assert answer.status_code == 202, answer.text
+        return agent.wait_for(lambda d: past(cycles)(d) and idle(d), 60, what)
+
+    try:
+        agent.wait_for(lambda d: at(first)(d) and idle(d), 60, "the first revision")
+        config = ci_checkout(bench, str(configuration(FIXED)["bots/support.yaml"]))
+        ci(bench, config, agent, *CI_APPLY)
         assert instructions(bench, "bot-s") == FIXED
-        assert instructions(bench, "bot-p") == FIXED
-        assert agent.proc.poll() is None
+        bench.clear_log()
+        doc = cycle(first, "a cycle at the revision the agent has")
+        log = agent.log_text()
+        assert writes_to(bench, "bot-s") == [], log
+        assert instructions(bench, "bot-s") == FIXED, log
+        assert stage(doc, "stage=staging")["revision"] == first, log
+        # The branch moves: the agent takes the commit CI tested through both stages.
+        fixed = remote.push(configuration(FIXED), "fix")
+        cycle(fixed, "the fix")
+        agent.wait_for(at(fixed), 60, "the fix through both stages")
+        ci(bench, config, agent, *CI_PROMOTE)
+        log = agent.log_text()
+        assert writes_to(bench, "bot-s") == [], log  # CI's apply stood
+        assert instructions(bench, "bot-p") == FIXED, log
+        assert len(writes_to(bench, "bot-p")) == 1, log
     finally:
         agent.kill()

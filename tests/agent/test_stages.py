@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from botctl.agent.stages import SoakClock, failed_at, gate_document, parse_stages, staging
+from botctl.agent.stages import (
+    SoakClock,
+    failed_at,
+    gate_document,
+    parse_stages,
+    staging,
+    untested,
+)
 from botctl.errors import BotctlError
 from botctl.pipeline.promote import Member
 from botctl.resources.rollout import Rollout
@@ -121,6 +128,39 @@ def test_an_untested_stage_never_opens_the_next() -> None:
     found = staging(STAGES, MEMBERS, CURRENT, {"support"}, {})
     assert not found.admits("bot-p")
     assert "no conversation test covers it" in found.gates[0].waiting[0]
+
+
+COVERED_IDS = {"bot-s", "bot-p"}
+
+
+@pytest.mark.parametrize(
+    ("record", "due"),
+    [
+        (None, True),  # never tested
+        (Rollout("sha256:s2"), True),  # applied at this revision, its tests not run
+        (Rollout("sha256:s2", True), False),
+        (Rollout("sha256:s2", False), False),  # failed: held, not tested again
+        (Rollout("sha256:s1", True), True),  # an older revision's verdict (a test changed)
+    ],
+)
+def test_a_chatbot_without_a_verdict_at_its_revision_is_untested(
+    record: Rollout | None, due: bool
+) -> None:
+    rollout = {} if record is None else {"bot-s": record}
+    assert ("bot-s" in untested(CURRENT, COVERED_IDS, rollout)) is due
+    assert "bot-j" not in untested(CURRENT, COVERED_IDS, rollout)  # no test covers it
+
+
+def test_a_chatbot_the_state_records_at_other_values_is_not_untested() -> None:
+    """CI applied and tested a commit the agent has not fetched yet (its record is at CI's
+    revision, the state holds CI's values): a pass "for its tests" would write the agent's
+    older revision over CI's. A stage's chatbot held back is the same: it gets the revision
+    when its stage opens, not as untested."""
+    rollout = {"bot-s": Rollout("sha256:s9", True), "bot-p": Rollout("sha256:p1", True)}
+    assert untested(CURRENT, COVERED_IDS, rollout) == {"bot-s", "bot-p"}
+    assert untested(CURRENT, COVERED_IDS, rollout, elsewhere={"bot-s", "bot-p"}) == set()
+    rollout["bot-s"] = Rollout("sha256:s2")  # applied at this revision: its tests run
+    assert untested(CURRENT, COVERED_IDS, rollout, elsewhere={"bot-p"}) == {"bot-s"}
 
 
 def test_gate_document() -> None:

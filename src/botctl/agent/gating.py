@@ -19,14 +19,21 @@ ends: ``next_opening``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from botctl.agent.passes import Held
-from botctl.agent.stages import GATE_RESULTS, SoakClock, Staging, gate_document, staging
+from botctl.agent.stages import (
+    GATE_RESULTS,
+    SoakClock,
+    Staging,
+    gate_document,
+    staging,
+    untested,
+)
 from botctl.agent.testnews import chatbot_errors, failed_news
 from botctl.config.resolve import Fleet
 from botctl.models import Desired, State
@@ -34,8 +41,8 @@ from botctl.pipeline.conversations import TestGate, Verdict
 from botctl.pipeline.outcome import Outcome
 from botctl.pipeline.promote import Member, Stage
 from botctl.pipeline.reconciler import Scoper
+from botctl.pipeline.scope import pending
 from botctl.plan import Scope
-from botctl.resources.rollout import Rollout
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,8 @@ class Gating:
         self.staging = Staging()
         self.stage_at: dict[str, str] = {}  # each stage's text -> the revision it last received
         self.errors: dict[str, str] = {}  # chatbot id -> the test failure that holds it
-        self.rollout: dict[str, Rollout] = {}  # the state's record, as last judged from
+        # The chatbots whose tests a pass runs (``stages.untested``), as last judged.
+        self.untested: frozenset[str] = frozenset()
         self._opened: tuple[str, ...] = ()  # the stages open for the pass in progress
         self._gate: tuple[str, TestGate] | None = None
         self._metrics(registry if registry is not None else CollectorRegistry())
@@ -109,12 +117,14 @@ class Gating:
             self._gate = (held.id, gate)
         return self._gate[1]
 
-    def judge(self, held: Held, rollout: Mapping[str, Rollout]) -> Staging:
-        """Which chatbots ``held`` may reach now, given the state's ``rollout`` record."""
+    def judge(self, held: Held, state: State) -> Staging:
+        """Which chatbots ``held`` may reach now, given the state (its ``rollout`` record);
+        and those whose tests a pass runs."""
         gate = self.gate_for(held)
         if gate is None:
             return Staging()
-        self.rollout = dict(rollout)
+        rollout = state.rollout
+        self.untested = _untested(gate, state)
         members = [Member(b.spec.name, b.spec.chatbot_id, b.spec.labels) for b in gate.fleet.bots]
         self.staging = staging(
             self.settings.stages,
@@ -139,9 +149,9 @@ class Gating:
 
         def scoper(fleet: Fleet, state: State) -> tuple[Desired, Scope | None]:
             desired, scope = inner(fleet, state)
-            found = self.judge(held, state.rollout)
+            found = self.judge(held, state)
             self._opened = tuple(g.stage.text for g in found.gates if g.open)
-            wanted = {b.chatbot_id for b in desired.bots} | self._untested(held)
+            wanted = {b.chatbot_id for b in desired.bots} | self.untested
             kept = tuple(
                 b
                 for b in fleet.desired.bots
@@ -150,20 +160,6 @@ class Gating:
             return desired.model_copy(update={"bots": kept}), scope
 
         return scoper
-
-    def _untested(self, held: Held) -> set[str]:
-        """The chatbots a test covers whose record holds no verdict at their revision now."""
-        gate = self.gate_for(held)
-        if gate is None:
-            return set()
-        untested = set()
-        for bot in gate.fleet.bots:
-            chatbot_id, revision = bot.spec.chatbot_id, gate.current[bot.spec.chatbot_id]
-            record = self.rollout.get(chatbot_id)
-            verdict = record.tests_passed if record and record.revision == revision else None
-            if bot.spec.name in gate.covered and verdict is None:
-                untested.add(chatbot_id)
-        return untested
 
     # --- after a pass ----------------------------------------------------------------------
 
@@ -176,7 +172,7 @@ class Gating:
             for stage in self._opened:
                 self.stage_at[stage] = held.id
         if outcome.state is not None:
-            self.judge(held, outcome.state.rollout)
+            self.judge(held, outcome.state)
         verdict = outcome.verdict
         if not isinstance(verdict, Verdict):
             return None
@@ -204,7 +200,7 @@ class Gating:
     def refresh(self, held: Held, state: State) -> None:
         """The gates judged again from the state as read now (CI may have written it)."""
         if self.settings.active:
-            self.judge(held, state.rollout)
+            self.judge(held, state)
 
     def due(self, held: Held) -> bool:
         """Whether a pass at ``held`` has work the gates allow since the last: a stage open
@@ -214,7 +210,7 @@ class Gating:
         found = self.staging
         if any(g.open and self.stage_at.get(g.stage.text) != held.id for g in found.gates):
             return True
-        return any(found.admits(c) for c in self._untested(held))
+        return any(found.admits(c) for c in self.untested)
 
     def next_opening(self) -> float | None:
         """When a soaking stage may receive the revision (wall-clock time)."""
@@ -234,6 +230,19 @@ class Gating:
     def documents(self) -> list[dict[str, Any]]:
         """Each stage in ``/status``: its revision and its gate's result."""
         return [gate_document(g, self.stage_at.get(g.stage.text)) for g in self.staging.gates]
+
+
+def _untested(gate: TestGate, state: State) -> frozenset[str]:
+    """The chatbots whose tests a pass at ``gate``'s revision runs (``stages.untested``), the
+    state telling which run other values than it asks."""
+    ids = {b.spec.chatbot_id for b in gate.fleet.bots if b.spec.name in gate.covered}
+    candidates = untested(gate.current, ids, state.rollout)
+    elsewhere = {
+        b.spec.chatbot_id
+        for b in gate.fleet.bots
+        if b.spec.chatbot_id in candidates and pending(b.spec, state) is not None
+    }
+    return candidates - elsewhere
 
 
 __all__ = ["GATE_RESULTS", "GateSettings", "Gating", "TestNews"]

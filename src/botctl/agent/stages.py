@@ -12,6 +12,11 @@ loop hands it the revision's chatbots, their configuration revisions and the rec
   <k> --to <k+1>`` would allow (its pairing and its refusals), and ``--soak`` has passed
   since stage k was first seen passing there. A chatbot no stage selects is not staged: it is
   applied as without ``--stages`` (a judge chatbot, say).
+- A chatbot a test covers whose tests have not run at the revision it runs (its record holds
+  no verdict at its configuration revision now) is *untested*: a pass runs its tests. Only
+  when the state records it as running that configuration: one the state records with other
+  values (applied since by CI from another commit, or held back by a stage) would be written
+  over by such a pass, not tested; a stage's chatbots get the revision when the stage opens.
 """
 
 from __future__ import annotations
@@ -58,6 +63,27 @@ def failed_at(rollout: Mapping[str, Rollout], current: Mapping[str, str]) -> fro
         for chatbot_id, revision in current.items()
         if rollout.get(chatbot_id) == Rollout(revision, False)
     )
+
+
+def untested(
+    current: Mapping[str, str],
+    covered: Collection[str],
+    rollout: Mapping[str, Rollout],
+    elsewhere: Collection[str] = (),
+) -> frozenset[str]:
+    """The chatbots (ids; ``current``: their configuration revisions now, ``covered``: those a
+    test covers) whose tests a pass runs: their record holds no verdict at their revision now,
+    and they are not ``elsewhere`` (ids the state records with other values than this revision
+    asks: what another run applied since, a stage's hold; see the module)."""
+    found = set()
+    for chatbot_id, revision in current.items():
+        record = rollout.get(chatbot_id)
+        verdict = (
+            record.tests_passed if record is not None and record.revision == revision else None
+        )
+        if chatbot_id in covered and verdict is None and chatbot_id not in elsewhere:
+            found.add(chatbot_id)
+    return frozenset(found)
 
 
 @dataclass
