@@ -261,3 +261,132 @@ def test_no_proxy_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not wire.proxied()
     monkeypatch.setenv("https_proxy", "http://proxy.test:3128")
     assert wire.proxied()
+
+
+class Counting:
+    """A keep-alive server that counts connections: open now, the most at once, all opened;
+    each answer waits until ``release`` is set (set by default)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.most = 0
+        self.opened = 0
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        self.opened += 1
+        self.most = max(self.most, self.open)
+        try:
+            while True:
+                try:
+                    await request_head(reader)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                await self.release.wait()
+                writer.write(answer())
+                await writer.drain()
+        finally:
+            self.open -= 1
+
+
+def limited(connections: int, keep: int, **options: Any) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=keep, **options)
+    transport = wire.AsyncioTransport(ssl_context=ssl.create_default_context(), limits=limits)
+    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0))
+
+
+def test_connections_in_use_are_bounded_and_idle_ones_kept_within_their_bound() -> None:
+    server = Counting()
+
+    async def go() -> None:
+        async with serving(server) as url, limited(3, 2) as http:
+            server.release.clear()
+            requests = [asyncio.create_task(http.get(f"{url}/x")) for _ in range(10)]
+            await until(lambda: server.opened == 3)  # the fourth waits for a free connection
+            server.release.set()
+            answers = await asyncio.gather(*requests)
+            assert [a.content for a in answers] == [BODY] * 10
+            await until(lambda: server.open == 2)  # the rest closed: two may wait idle
+            opened = server.opened
+            await http.get(f"{url}/x")  # on one of them
+            assert server.opened == opened
+
+    asyncio.run(go())
+    assert server.most == 3
+
+
+def test_waiting_for_a_connection_is_bounded_by_the_pool_timeout() -> None:
+    server = Counting()
+
+    async def go() -> None:
+        async with serving(server) as url, limited(1, 1) as http:
+            server.release.clear()
+            held = asyncio.create_task(http.get(f"{url}/x"))
+            await until(lambda: server.opened == 1)
+            with pytest.raises(httpx.PoolTimeout):
+                await http.get(f"{url}/x", timeout=httpx.Timeout(5.0, pool=0.05))
+            server.release.set()
+            assert (await held).content == BODY
+
+    asyncio.run(go())
+
+
+def test_a_connection_idle_past_its_keep_alive_is_not_used_again() -> None:
+    server = Counting()
+
+    async def go() -> None:
+        async with serving(server) as url, limited(2, 2, keepalive_expiry=0.05) as http:
+            await http.get(f"{url}/x")
+            await asyncio.sleep(0.1)  # at least the expiry: only ever more expired
+            await http.get(f"{url}/x")
+
+    asyncio.run(go())
+    assert server.opened == 2
+
+
+def test_a_request_cancelled_or_failed_gives_its_connection_back() -> None:
+    """With one connection allowed, a request cancelled while waiting for its answer, one
+    whose answer was cut short and one whose body was left half read all leave the pool
+    able to serve the next: nothing holds the only connection."""
+    server = Counting()
+
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Le")
+        await writer.drain()
+        writer.close()
+
+    async def go() -> None:
+        async with serving(server) as url, limited(1, 1) as http:
+            server.release.clear()
+            waiting = asyncio.create_task(http.get(f"{url}/x"))
+            await until(lambda: server.opened == 1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            server.release.set()
+            assert (await http.get(f"{url}/x")).content == BODY
+            async with http.stream("GET", f"{url}/x") as response:
+                assert response.status_code == 200  # closed with its body unread
+            assert (await http.get(f"{url}/x")).content == BODY
+            async with serving(cut) as broken:
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await http.get(f"{broken}/x")
+            assert (await http.get(f"{url}/x")).content == BODY
+
+    asyncio.run(go())
+
+
+def test_closing_the_transport_closes_its_idle_connections() -> None:
+    server = Counting()
+
+    async def go() -> None:
+        async with serving(server) as url:
+            async with limited(4, 4) as http:
+                await asyncio.gather(*(http.get(f"{url}/x") for _ in range(3)))
+                assert server.open == 3
+            await until(lambda: server.open == 0)
+
+    asyncio.run(go())

@@ -1,19 +1,21 @@
-"""The connections under the client: httpcore's pool and HTTP/1.1 over asyncio's own transports.
+"""The connections under the client: httpcore's HTTP/1.1 over asyncio's own transports, kept
+by a pool of its own.
 
 httpx's default transport reaches its sockets through anyio. Every read and write enters a
-cancel scope with a timer of the loop, and the pool, at the start and the end of every request,
-asks each idle connection whether the server has closed it: a ``poll(2)`` behind anyio's
-attribute lookup, which builds a dictionary of lambdas and calls ``getpeername(2)`` each time.
-At 5,001 reads and 8 connections that was a sixth of a large plan's time
-(``bench/bench_plan_large.py``; httpx's own issue #3215 measures the same).
+cancel scope with a timer of the loop, and httpcore's pool, at the start and the end of every
+request, goes over every connection, asking each idle one whether the server has closed it: a
+``poll(2)`` behind anyio's attribute lookup, which builds a dictionary of lambdas and calls
+``getpeername(2)`` each time. At 5,001 reads and 8 connections that was a third of a large
+plan's time (``bench/bench_plan_large.py``; httpx's own issue #3215 measures the same).
 
 Here a connection is an ``asyncio.Protocol``: the loop hands it bytes as they arrive, so
 whether an idle connection was closed (or sent something it should not have) is a look at its
 buffer, and a read of buffered bytes waits on nothing. The buffer is bounded (reading pauses
 above ``_HIGH`` and resumes below ``_LOW``), so a fast sender cannot fill memory faster than
-the answer is read and capped (``reply``). Everything else is httpcore's (the pool, keep-alive,
-HTTP/1.1 by h11, the ``trace`` extension the fence uses) and httpx's (requests, responses,
-errors): the same exception types come out, mapped as httpx maps them.
+the answer is read and capped (``reply``). ``Pool`` keeps the connections at a constant cost
+per request. The rest is httpcore's (connecting, TLS, keep-alive expiry, HTTP/1.1 by h11, the
+``trace`` extension the fence uses) and httpx's (requests, responses, errors): the same
+exception types come out, mapped as httpx maps them.
 
 Used for every connection the client opens itself; a proxy configured in the environment is
 left to httpx's own transport (``proxied``).
@@ -24,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import urllib.request
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +35,7 @@ import httpx
 
 _HIGH = 256 * 1024  # bytes buffered at which the connection stops reading from its socket
 _LOW = 64 * 1024  # ... and below which it reads again
+_UNBOUNDED = 1 << 30  # httpx.Limits' None
 _HAPPY_EYEBALLS = 0.25  # seconds before the next address is tried as well (anyio's default)
 
 # httpcore's errors as httpx's, most specific first (httpx's own transport maps the same).
@@ -62,16 +65,11 @@ def proxied() -> bool:
 
 
 class AsyncioTransport(httpx.AsyncBaseTransport):
-    """httpx's ``AsyncHTTPTransport`` without a proxy, over ``AsyncioBackend``."""
+    """httpx's ``AsyncHTTPTransport`` without a proxy: HTTP/1.1 connections of httpcore's
+    over ``AsyncioBackend``, kept by a ``Pool``."""
 
     def __init__(self, *, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=AsyncioBackend(),
-        )
+        self._pool = Pool(ssl_context, limits)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.AsyncByteStream)
@@ -97,6 +95,128 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._pool.aclose()
+
+
+class Pool:
+    """HTTP/1.1 connections kept alive for reuse: what httpcore's ``AsyncConnectionPool``
+    does for HTTP/1.1, at a constant cost a request.
+
+    httpcore's pool goes over every connection at the start and the end of each request
+    (whether it expired, whether it is idle, and for each idle one how many are idle) and
+    hands each request its connection through an anyio event: with 8 requests at once, a
+    tenth of a read's time. Here a request takes the connection of its origin used last (the
+    one least likely to have been closed by the server), after asking it, as httpcore does,
+    whether its keep-alive expired or the server closed it; or opens one. At most
+    ``max_connections`` are in use at once (a request waits for one within the ``pool``
+    timeout); at most ``max_keepalive_connections`` wait idle, beyond which a connection is
+    closed once its response is."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+        self._ssl_context = ssl_context
+        self._expiry = limits.keepalive_expiry
+        keep, most = limits.max_keepalive_connections, limits.max_connections
+        self._keep = _UNBOUNDED if keep is None else keep
+        self._in_use = asyncio.Semaphore(_UNBOUNDED if most is None else most)
+        # By origin (scheme, host, port): the connections waiting for a request, last used last.
+        self._idle: dict[tuple[bytes, bytes, int], list[httpcore.AsyncHTTPConnection]] = {}
+        self._backend = AsyncioBackend()
+        self._closed = False
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if request.url.scheme not in (b"http", b"https"):
+            raise httpcore.UnsupportedProtocol(f"{request.url.scheme!r} is not http or https")
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        timeout = request.extensions.get("timeout", {}).get("pool")
+        try:
+            async with asyncio.timeout(timeout):
+                await self._in_use.acquire()
+        except TimeoutError:
+            raise httpcore.PoolTimeout("no connection free within the pool timeout") from None
+        origin, connection = request.url.origin, None
+        try:
+            while True:
+                connection = await self._connection(origin)
+                try:
+                    response = await connection.handle_async_request(request)
+                except httpcore.ConnectionNotAvailable:
+                    continue  # taken meanwhile: another one
+                break
+        except BaseException:
+            await self._done(origin, connection)
+            raise
+        return httpcore.Response(
+            status=response.status,
+            headers=response.headers,
+            content=_Returned(response.stream, lambda: self._done(origin, connection)),
+            extensions=response.extensions,
+        )
+
+    async def _connection(self, origin: httpcore.Origin) -> httpcore.AsyncHTTPConnection:
+        idle = self._idle.get(_key(origin))
+        while idle:
+            connection = idle.pop()
+            if connection.is_available() and not connection.has_expired():
+                return connection
+            await connection.aclose()
+        return httpcore.AsyncHTTPConnection(
+            origin,
+            ssl_context=self._ssl_context,
+            keepalive_expiry=self._expiry,
+            network_backend=self._backend,
+        )
+
+    async def _done(
+        self, origin: httpcore.Origin, connection: httpcore.AsyncHTTPConnection | None
+    ) -> None:
+        """A request is over (its response closed, or it failed): its connection waits for
+        the next one, or is closed."""
+        self._in_use.release()
+        if connection is None:
+            return
+        idle = self._idle.setdefault(_key(origin), [])
+        if connection.is_available() and len(idle) < self._keep and not self._closed:
+            idle.append(connection)
+        else:
+            await connection.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle = [connection for stack in self._idle.values() for connection in stack]
+        self._idle.clear()
+        for connection in idle:
+            await connection.aclose()
+
+
+def _key(origin: httpcore.Origin) -> tuple[bytes, bytes, int]:
+    return origin.scheme, origin.host, origin.port
+
+
+class _Returned:
+    """A response body from a connection of the pool, which gets the connection back once
+    the body is closed (or its reading failed)."""
+
+    def __init__(self, stream: Any, done: Callable[[], Awaitable[None]]) -> None:
+        self._stream = stream
+        self._done = done
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self._stream:
+                yield part
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stream.aclose()
+        finally:
+            await self._done()
 
 
 class _Body(httpx.AsyncByteStream):
