@@ -316,3 +316,48 @@ def test_auth_failure_propagates_as_the_botctl_error_not_a_group() -> None:
 def test_a_bot_without_a_client_is_a_service_error() -> None:
     with pytest.raises(ServiceError, match=r"no API client for \$OTHER"):
         read([bot("b1", "OTHER")], {})
+
+
+def test_the_reads_leave_nothing_frozen_for_the_cycle_collector() -> None:
+    """What the run held is set aside from the cycle collector during the reads, and given
+    back when they end, failed or not (a long-running agent must not keep it frozen)."""
+    import gc
+
+    seen: list[int] = []
+
+    class Watching(FakeService):
+        async def __call__(self, request: httpx.Request) -> httpx.Response:
+            seen.append(gc.get_freeze_count())
+            return await super().__call__(request)
+
+    service = Watching({"chatbots": [{"id": "b1"}]})
+    read([bot("b1")], {"BOTCTL_API_KEY": service.client()})
+    assert min(seen) > 0
+    assert gc.get_freeze_count() == 0
+    failing = Watching(None, list_status=401)
+    with pytest.raises(ApiError):
+        read([bot("b1")], {"BOTCTL_API_KEY": failing.client()})
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_reads_leave_a_freeze_of_someone_else_alone() -> None:
+    """A process embedding botctl may have frozen its own objects (before forking, say):
+    the reads neither unfreeze them nor freeze more on top."""
+    import gc
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        seen: list[int] = []
+
+        class Watching(FakeService):
+            async def __call__(self, request: httpx.Request) -> httpx.Response:
+                seen.append(gc.get_freeze_count())
+                return await super().__call__(request)
+
+        read([bot("b1")], {"BOTCTL_API_KEY": Watching({"chatbots": [{"id": "b1"}]}).client()})
+        assert seen
+        assert max(seen) == before
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
