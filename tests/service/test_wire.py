@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpcore
 import httpx
 import pytest
 
@@ -390,3 +391,56 @@ def test_closing_the_transport_closes_its_idle_connections() -> None:
             await until(lambda: server.open == 0)
 
     asyncio.run(go())
+
+
+def test_closing_the_transport_closes_the_connections_in_use_too() -> None:
+    """As httpcore's pool does: a request still waiting for its answer when its client is
+    closed (its task abandoned, say) ends with a connection error; its socket is closed."""
+    seen: list[str] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        seen.append("request")
+        await reader.read()  # never answers; returns once the client closed its side
+        seen.append("closed")
+
+    async def go() -> None:
+        async with serving(handler) as url:
+            http = limited(2, 2)
+            waiting = asyncio.create_task(http.get(f"{url}/x", timeout=60))  # only closing ends it
+            await until(lambda: seen == ["request"])
+            await http.aclose()
+            await until(lambda: seen == ["request", "closed"])
+            with pytest.raises(httpx.TransportError):
+                await waiting
+
+    asyncio.run(go())
+
+
+def test_a_connection_found_unavailable_is_closed_not_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Defensive: should a connection taken from the pool refuse the request after all, it
+    is closed (not left with its socket open) and the request goes on a new one."""
+    server = Counting()
+    refused: list[Any] = []
+    original = httpcore.AsyncHTTPConnection.handle_async_request
+
+    async def once_unavailable(self: Any, request: Any) -> Any:
+        if not refused:
+            refused.append(self)
+            raise httpcore.ConnectionNotAvailable()
+        return await original(self, request)
+
+    async def go() -> None:
+        async with serving(server) as url, limited(2, 2) as http:
+            await http.get(f"{url}/x")  # one connection, idle now
+            monkeypatch.setattr(
+                httpcore.AsyncHTTPConnection, "handle_async_request", once_unavailable
+            )
+            assert (await http.get(f"{url}/x")).content == BODY
+            assert refused[0].is_closed()
+            await until(lambda: server.open == 1)
+
+    asyncio.run(go())
+    assert server.opened == 2

@@ -119,6 +119,7 @@ class Pool:
         self._in_use = asyncio.Semaphore(_UNBOUNDED if most is None else most)
         # By origin (scheme, host, port): the connections waiting for a request, last used last.
         self._idle: dict[tuple[bytes, bytes, int], list[httpcore.AsyncHTTPConnection]] = {}
+        self._busy: set[httpcore.AsyncHTTPConnection] = set()  # closed too when the pool is
         self._backend = AsyncioBackend()
         self._closed = False
 
@@ -137,10 +138,13 @@ class Pool:
         try:
             while True:
                 connection = await self._connection(origin)
+                self._busy.add(connection)
                 try:
                     response = await connection.handle_async_request(request)
-                except httpcore.ConnectionNotAvailable:
-                    continue  # taken meanwhile: another one
+                except httpcore.ConnectionNotAvailable:  # not idle after all: never reused
+                    self._busy.discard(connection)
+                    await connection.aclose()
+                    continue
                 break
         except BaseException:
             await self._done(origin, connection)
@@ -174,6 +178,7 @@ class Pool:
         self._in_use.release()
         if connection is None:
             return
+        self._busy.discard(connection)
         idle = self._idle.setdefault(_key(origin), [])
         if connection.is_available() and len(idle) < self._keep and not self._closed:
             idle.append(connection)
@@ -182,9 +187,13 @@ class Pool:
 
     async def aclose(self) -> None:
         self._closed = True
-        idle = [connection for stack in self._idle.values() for connection in stack]
+        # Those in use too, as httpcore's pool does: a request still running (its task
+        # abandoned, say) ends with a connection error rather than keep its socket open.
+        every = [connection for stack in self._idle.values() for connection in stack]
+        every += self._busy
         self._idle.clear()
-        for connection in idle:
+        self._busy.clear()
+        for connection in every:
             await connection.aclose()
 
 
