@@ -211,7 +211,9 @@ def test_a_pause_leaves_a_freeze_of_someone_else_alone() -> None:
         before = gc.get_freeze_count()
         with collector_paused():
             kept = [{"value": i} for i in range(1000)]
-        assert gc.get_freeze_count() == before  # not given back to the collector
+        # Not given back to the collector (that takes the count to 0); frozen objects may
+        # be freed meanwhile, so the count may fall.
+        assert 0 < gc.get_freeze_count() <= before
         assert len(kept) == 1000
     finally:
         gc.unfreeze()

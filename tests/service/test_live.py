@@ -356,8 +356,11 @@ def test_the_reads_leave_a_freeze_of_someone_else_alone() -> None:
                 return await super().__call__(request)
 
         read([bot("b1")], {"BOTCTL_API_KEY": Watching({"chatbots": [{"id": "b1"}]}).client()})
+        # Frozen objects may be freed meanwhile (reference counting still frees them), so
+        # the count may only fall: a freeze on top would add all allocated since, and an
+        # unfreeze would take it to 0.
         assert seen
-        assert max(seen) == before
-        assert gc.get_freeze_count() == before
+        assert max(seen) <= before
+        assert 0 < gc.get_freeze_count() <= before
     finally:
         gc.unfreeze()

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -253,15 +253,20 @@ def test_connect_write_and_pool_timeouts_are_httpx_timeouts(path: str) -> None:
     async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(30)  # reads nothing: the request body fills the socket
 
+    async def endless() -> AsyncIterator[bytes]:
+        chunk = b"x" * 65536  # one chunk, sent again and again: the test's memory stays small
+        for _ in range(4096):
+            yield chunk
+
+    timeouts = httpx.Timeout(5.0, write=0.2)
+
     async def go() -> None:
         async with httpx.AsyncClient(transport=transport) as http:
             with pytest.raises(httpx.ConnectTimeout):
                 await http.get(f"{full}/x", timeout=httpx.Timeout(5.0, connect=0.2))
             async with serving(deaf) as url:
                 with pytest.raises(httpx.WriteTimeout):
-                    await http.post(
-                        f"{url}/x", content=b"x" * (64 << 20), timeout=httpx.Timeout(5.0, write=0.2)
-                    )
+                    await http.post(f"{url}/x", content=endless(), timeout=timeouts)
 
     try:
         asyncio.run(go())
