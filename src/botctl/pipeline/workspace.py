@@ -54,19 +54,13 @@ def collector_paused() -> Iterator[None]:
     """Loading and planning allocate several objects per YAML value or change and keep them
     all until they return, so the cycle collector would scan the ever larger heap again and
     again and free nothing (see README, Benchmarks). Reference counting frees memory as usual
-    meanwhile. Afterwards what was built joins the oldest generation at once (``freeze`` then
-    ``unfreeze``, as the gc module documents them), rather than being scanned by the next
-    young collection and the one after: it is still collected, when garbage, by a full one.
-    Not while anything is frozen: ``unfreeze`` would give back what someone else set aside."""
+    meanwhile."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
 
 

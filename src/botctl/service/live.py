@@ -36,21 +36,21 @@ async def read_live(
     botctl error it is (a 404 on the chatbot list among them: it means a wrong URL far more
     often than a deployment without reads, which ``--no-reads`` declares).
     """
-    # What the run holds so far (the configuration, the state: millions of objects at 5,000
-    # chatbots) is set aside from the cycle collector while the reads allocate: its full
-    # collections would scan all of it again and find nothing there (0.4-0.5 s of a large
-    # plan; see README, Benchmarks). Given back when the reads end, so a long-running agent
-    # leaves nothing frozen; and only when nothing is frozen already, so that neither reads
-    # running at once nor a process embedding botctl that froze its own objects (before a
-    # fork, say) have them unfrozen by botctl.
-    frozen_here = gc.get_freeze_count() == 0
-    if frozen_here:
-        gc.freeze()
+    # The cycle collector is off while the reads allocate, as it is while the configuration
+    # loads and the plan is made (``pipeline.workspace.collector_paused``): its full
+    # collections would scan what the run holds (the configuration, the state: millions of
+    # objects at 5,000 chatbots) again and again and find nothing there (0.2 of 0.4 s of a
+    # large plan; see README, Benchmarks). Back on when the reads end, failed or not; left
+    # off if a caller turned it off. Not ``gc.freeze``: what it sets aside returns to the
+    # oldest generation uncounted, so the garbage of every run of a long-running process
+    # (the agent) waited for a rare full collection, and memory grew.
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         return await _read_live(bots, clients, concurrency)
     finally:
-        if frozen_here:
-            gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 async def _read_live(
