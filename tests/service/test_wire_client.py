@@ -309,7 +309,7 @@ def test_a_keep_alive_connection_dropped_by_the_server_as_a_request_arrives() ->
 
 
 def test_a_large_answer_is_read_whole() -> None:
-    body = b'{"chatbots": [' + b",".join(b'{"id": "b%06d"}' % i for i in range(200_000)) + b"]}"
+    body = b'{"chatbots": [' + b",".join(b'{"id": "b%06d"}' % i for i in range(120_000)) + b"]}"
     assert len(body) > 8 * wire._HIGH
 
     async def scenario(path: str) -> tuple[str, str]:
@@ -328,8 +328,8 @@ def test_a_large_answer_is_read_whole() -> None:
             return await client.list_chatbots()
 
     found = asyncio.run(records())
-    assert len(found) == 200_000
-    assert found[-1] == {"id": "b199999"}
+    assert len(found) == 120_000
+    assert found[-1] == {"id": "b119999"}
 
 
 def test_connections_are_bounded_and_nothing_is_left_open() -> None:
