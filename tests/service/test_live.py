@@ -316,3 +316,63 @@ def test_auth_failure_propagates_as_the_botctl_error_not_a_group() -> None:
 def test_a_bot_without_a_client_is_a_service_error() -> None:
     with pytest.raises(ServiceError, match=r"no API client for \$OTHER"):
         read([bot("b1", "OTHER")], {})
+
+
+def test_the_collector_is_off_during_the_reads_and_on_after() -> None:
+    """A large fleet's reads would have the cycle collector scan what the run holds again
+    and again: it is off while they run, back on after, failed or not."""
+    import gc
+
+    seen: list[bool] = []
+
+    class Watching(FakeService):
+        async def __call__(self, request: httpx.Request) -> httpx.Response:
+            seen.append(gc.isenabled())
+            return await super().__call__(request)
+
+    assert gc.isenabled()
+    read([bot("b1")], {"BOTCTL_API_KEY": Watching({"chatbots": [{"id": "b1"}]}).client()})
+    assert seen
+    assert not any(seen)
+    assert gc.isenabled()
+    with pytest.raises(ApiError):
+        read([bot("b1")], {"BOTCTL_API_KEY": Watching(None, list_status=401).client()})
+    assert gc.isenabled()
+    gc.disable()  # a caller's own pause is left as it was
+    try:
+        read([bot("b1")], {"BOTCTL_API_KEY": Watching({"chatbots": [{"id": "b1"}]}).client()})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_garbage_of_the_run_is_freed_by_the_next_young_collections() -> None:
+    """Nothing is set aside where only a full collection finds it (``gc.freeze`` then
+    ``unfreeze`` did that: the garbage of every pass of a long-running agent waited for a rare
+    full collection, and its memory grew): cyclic garbage of the run, made before the reads
+    or during them, goes the usual way, freed by the young collections that follow."""
+    import gc
+    import weakref
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    held = [Node() for _ in range(100)]  # the run's, dropped during the reads
+    left = [weakref.ref(node) for node in held]
+
+    class Littering(FakeService):
+        async def __call__(self, request: httpx.Request) -> httpx.Response:
+            held.clear()
+            left.extend(weakref.ref(Node()) for _ in range(100))
+            return await super().__call__(request)
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1_000_000)  # no young collection moves them before the test's own
+    try:
+        read([bot("b1")], {"BOTCTL_API_KEY": Littering({"chatbots": [{"id": "b1"}]}).client()})
+    finally:
+        gc.set_threshold(*thresholds)
+    assert len(left) > 100
+    gc.collect(1)
+    assert all(ref() is None for ref in left)

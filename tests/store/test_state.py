@@ -19,6 +19,7 @@ from botctl.store.backend import UNREADABLE_LOCK, LockInfo
 from botctl.store.backends.path import PathBackend
 from botctl.store.lock import StateLock, break_lock, lock_path_for
 from botctl.store.state import StateWriter, load_state, render_json, save_state, state_text
+from botctl.store.stateformat import parse_state
 from tests.factories import operation
 
 
@@ -381,3 +382,30 @@ def test_the_salt_is_made_before_writing_not_by_rendering(tmp_path: Path) -> Non
     save_state(st, tmp_path / "state.json")
     assert st.salt is not None
     assert render(st) == (tmp_path / "state.json").read_text()
+
+
+def test_recorded_attributes_alike_are_parsed_once_and_each_still_checked() -> None:
+    """A state's attribute records are parsed once per distinct content (a fleet records the
+    same ones for every chatbot): one instance serves them all, and a record that differs
+    only in a value's type (``0`` for ``false``), or holds a sealed label, is still read by
+    itself: refused at its place, or its fingerprint taken."""
+    record = {"name": "tier", "type": "text", "label": "Tier", "archived": False}
+    bots = {f"bot-{i}": {"bot": f"b{i}", "attributes": {"tier": dict(record)}} for i in range(3)}
+    sealed = "hmac-sha256:" + "0" * 64
+    bots["bot-3"] = {"bot": "b3", "attributes": {"tier": record | {"label": {"$sealed": sealed}}}}
+    document = {
+        "format_version": 4,
+        "lineage": "l",
+        "serial": 1,
+        "salt": "a" * 64,
+        "key_check": "b" * 64,
+        "bots": bots,
+    }
+    loaded = parse_state(json.dumps(document), "state.json")
+    first = loaded.bots["bot-0"].attributes["tier"]
+    assert all(loaded.bots[f"bot-{i}"].attributes["tier"] is first for i in range(3))
+    assert loaded.bots["bot-3"].attributes["tier"].label is None
+    assert set(loaded.bots["bot-3"].sealed_attributes["tier"]) == {"label"}
+    bots["bot-4"] = {"bot": "b4", "attributes": {"tier": record | {"archived": 0}}}
+    with pytest.raises(StateError, match=r"bots\.bot-4\.attributes\.tier\.archived"):
+        parse_state(json.dumps(document), "state.json")

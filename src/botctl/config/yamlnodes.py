@@ -473,20 +473,37 @@ _NO_KEY = object()
 _CONSTRUCTED: dict[tuple[str, str], Any] = {}
 
 
-def _constructed(constructor: Any, tag: str, value: str, event: Any) -> Any:
-    key = (tag, value)
-    found = _CONSTRUCTED.get(key, _NO_KEY)  # one lookup: another thread may clear it meanwhile
-    if found is not _NO_KEY:
-        return found
-    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
-    try:
-        made = constructor.construct_object(node, deep=True)
-    except Exception:  # the walker reports it, located
-        raise _NodesNeeded() from None
-    if len(_CONSTRUCTED) >= _TAGS_MAX:
-        _CONSTRUCTED.clear()
-    _CONSTRUCTED[key] = made
-    return made
+class _Constructor:
+    """PyYAML's constructor of the plain scalars that are not text, made when a file first has
+    a text not built before (most files have none) and disposed of when the file is done: a
+    loader refers to itself, so each one left behind would be work for the cycle collector."""
+
+    __slots__ = ("_loader",)
+
+    def __init__(self) -> None:
+        self._loader: yaml.SafeLoader | None = None
+
+    def built(self, tag: str, value: str, event: Any) -> Any:
+        key = (tag, value)
+        found = _CONSTRUCTED.get(key, _NO_KEY)  # one lookup: another thread may clear it
+        if found is not _NO_KEY:
+            return found
+        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+        if self._loader is None:
+            self._loader = yaml.SafeLoader("")
+        try:
+            made = self._loader.construct_object(node, deep=True)
+        except Exception:  # the walker reports it, located
+            raise _NodesNeeded() from None
+        if len(_CONSTRUCTED) >= _TAGS_MAX:
+            _CONSTRUCTED.clear()
+        _CONSTRUCTED[key] = made
+        return made
+
+    def dispose(self) -> None:
+        if self._loader is not None:
+            self._loader.dispose()
+            self._loader = None
 
 
 def _plain(event: Any) -> bool:
@@ -500,9 +517,16 @@ def _values_all(text: str) -> Iterator[tuple[Any, Mark]]:
     about half the cost, for a document without anchors, aliases, merge keys, explicit tags,
     or anything the walker would report (a key that is not text, a duplicate key, a scalar
     that cannot be built): those raise ``_NodesNeeded``. Bounded in depth as the composer is."""
+    constructor = _Constructor()
+    try:
+        yield from _built_all(text, constructor)
+    finally:
+        constructor.dispose()
+
+
+def _built_all(text: str, constructor: _Constructor) -> Iterator[tuple[Any, Mark]]:
     parser = _PARSER(text)
     get_event, resolve = parser.get_event, parser.resolve
-    constructor = yaml.SafeLoader("")
     stack: list[_Building] = []
     root: Any = None
     start: Mark = (1, 1)
@@ -517,7 +541,7 @@ def _values_all(text: str) -> Iterator[tuple[Any, Mark]]:
                 value = intern(value)
             tag = _scalar_tag(resolve, value, event.implicit)
             if tag != _STR_TAG:
-                value = _constructed(constructor, tag, value, event)
+                value = constructor.built(tag, value, event)
         elif kind is _SEQUENCE_START or kind is _MAPPING_START:
             if not _plain(event):
                 raise _NodesNeeded()

@@ -6,7 +6,7 @@ and ``resources.renames`` both build on it, and neither on the other."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -139,3 +139,39 @@ def interned(attribute: CustomAttribute) -> CustomAttribute:
 
 
 _FIELDS = operator.itemgetter(*CustomAttribute.model_fields)
+
+
+class ParsedOnce:
+    """Attribute records, by their exact content (each value with its type: ``True`` is not
+    ``1``), to the one model each parses to by ``parse``: a fleet's chatbots hold the same
+    attributes, read from the service or recorded in the state, parsed once. A record ``parse``
+    refuses raises as it does, every time; one holding a value that cannot be a key (a list,
+    a mapping) is parsed each time. Bounded."""
+
+    def __init__(self, parse: Callable[[Mapping[str, Any]], CustomAttribute]) -> None:
+        self._parse = parse
+        self._parsed: dict[tuple[tuple[str, type, Any], ...], CustomAttribute] = {}
+
+    def known(self, record: Any) -> CustomAttribute | None:
+        """The model of a record parsed before, else None (no parsing)."""
+        if not isinstance(record, dict):
+            return None
+        try:
+            return self._parsed.get(tuple((k, type(v), v) for k, v in record.items()))
+        except TypeError:
+            return None
+
+    def __call__(self, record: Mapping[str, Any]) -> CustomAttribute:
+        try:
+            key = tuple((k, type(v), v) for k, v in record.items())
+            found = self._parsed.get(key)
+        except TypeError:
+            return self._parse(record)
+        if found is None:
+            if len(self._parsed) >= _PARSED_MAX:
+                self._parsed.clear()
+            found = self._parsed[key] = self._parse(record)
+        return found
+
+
+_PARSED_MAX = 50_000

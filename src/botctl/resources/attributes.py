@@ -52,6 +52,7 @@ from botctl.resources.attribute_model import (
     MANAGED_FIELDS,
     RESOURCE,
     CustomAttribute,
+    ParsedOnce,
     attribute_change,
     attribute_record,
     interned,
@@ -109,29 +110,12 @@ def read_live(raw: Sequence[Any]) -> tuple[dict[str, CustomAttribute], tuple[Off
     return parsed, tuple(refused)
 
 
-# Records read, by their exact content (each value with its type: ``True`` is not ``1``), to
-# what they parse to: a fleet's chatbots hold the same attributes, parsed once. Bounded.
-_READ: dict[tuple[tuple[str, type, Any], ...], CustomAttribute] = {}
-_READ_MAX = 50_000
-
-
-def _parsed(record: Mapping[str, Any]) -> CustomAttribute:
-    """One record as a model (``ValidationError`` when it is outside the contract)."""
-    try:
-        key = tuple((k, type(v), v) for k, v in record.items())
-        found = _READ.get(key)
-    except TypeError:  # a value that cannot be a key (a list, a mapping): parsed each time
-        return _validated(record)
-    if found is None:
-        if len(_READ) >= _READ_MAX:
-            _READ.clear()
-        found = _READ[key] = _validated(record)
-    return found
-
-
 def _validated(record: Mapping[str, Any]) -> CustomAttribute:
     return interned(CustomAttribute.model_validate(known_fields(record, CustomAttribute)))
 
+
+# One record as a model (``ValidationError`` when it is outside the contract), once per content.
+_parsed = ParsedOnce(_validated)
 
 _EXPECTED = {"bool_type": "true or false", "string_type": "text"}
 

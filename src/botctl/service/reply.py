@@ -20,6 +20,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,12 +130,17 @@ class Reply:
 
 
 async def receive(
-    http: httpx.AsyncClient, request: httpx.Request, *, max_bytes: int, in_flight: InFlight
+    exchange: Callable[[httpx.Request], Awaitable[httpx.Response]],
+    request: httpx.Request,
+    *,
+    max_bytes: int,
+    in_flight: InFlight,
 ) -> Reply:
-    """Send ``request`` and read its answer, decoded, refusing more than ``max_bytes`` and
-    more than what ``in_flight`` has left."""
+    """Send ``request`` by ``exchange`` (which returns the response with its body unread) and
+    read its answer, decoded, refusing more than ``max_bytes`` and more than what
+    ``in_flight`` has left."""
     started = time.monotonic()
-    response = await http.send(request, stream=True)
+    response = await exchange(request)
     reading = _Reading(request, max_bytes, in_flight)
     try:
         content = await reading.body(response)

@@ -57,7 +57,7 @@ from pydantic_core import from_json
 from botctl.errors import StateError
 from botctl.models import BotRecord, State
 from botctl.resources.agentrecord import AgentRecord, LastApplied, Suspension
-from botctl.resources.attribute_model import CustomAttribute
+from botctl.resources.attribute_model import CustomAttribute, ParsedOnce, interned
 from botctl.resources.preview import PreviewLease, from_iso
 from botctl.resources.registry import kinds, state_keys
 from botctl.resources.rollout import Rollout
@@ -115,6 +115,10 @@ class _RecordFile(BaseModel):
         if isinstance(attributes, dict):
             kept: dict[str, Any] = {}
             for name, attribute in attributes.items():
+                known = _attribute_once.known(attribute)
+                if known is not None:  # parsed before: plain values, so nothing sealed
+                    kept[name] = known
+                    continue
                 if isinstance(attribute, dict):
                     fields = {
                         key: found.fingerprint
@@ -124,7 +128,7 @@ class _RecordFile(BaseModel):
                     if fields:
                         sealed_attributes[name] = fields
                         attribute = {k: v for k, v in attribute.items() if k not in fields}
-                kept[name] = _tuples(attribute)
+                kept[name] = _recorded_attribute(_tuples(attribute))
             record["attributes"] = kept
         for key in ("verified_settings", "verified_attributes"):
             record[key] = _tuples(record.get(key, ()))
@@ -198,6 +202,26 @@ class _StateFile(BaseModel):
     previews: dict[str, _PreviewFile] = Field(default_factory=dict)
     # botctl agent's own record (resources.agentrecord); written only when it holds something.
     agent: _AgentFile = Field(default_factory=_AgentFile)
+
+
+def _validated_attribute(record: Mapping[str, Any]) -> CustomAttribute:
+    return interned(CustomAttribute.model_validate(record))
+
+
+_attribute_once = ParsedOnce(_validated_attribute)
+
+
+def _recorded_attribute(record: Any) -> Any:
+    """A recorded attribute as its model, parsed once per distinct record (a state of 5,000
+    chatbots holds 100,000, mostly alike); a record the model refuses stays as it is, for the
+    file's model to refuse where it stands. The attribute's model is strict on its own, so it
+    says here what it would say there."""
+    if not isinstance(record, dict):
+        return record
+    try:
+        return _attribute_once(record)
+    except ValidationError:
+        return record
 
 
 def _strip_sealed(values: dict[str, Any], prefix: str, out: dict[str, str]) -> dict[str, Any]:
