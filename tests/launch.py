@@ -9,14 +9,15 @@ environment is set for in-process runs by ``tests/conftest.py``.
 - ``start``: a ``Popen`` to talk to (signals, a terminal, reading output as it comes);
 - ``run``: run to the end, output captured, a timeout that fails the test instead of hanging
   the suite;
-- ``run_measured``: as ``run``, plus the child's own peak memory (``wait4``), optionally under
-  an address-space limit.
+- ``run_measured``: as ``run``, plus the child's own peak memory (through a launcher of its
+  own: see ``_LAUNCHER``), optionally under an address-space limit.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -110,6 +111,30 @@ class Run:
         return self.stdout + self.stderr
 
 
+# The measured child is started by a small launcher of its own (this file's ``_LAUNCHER``),
+# never forked from the test process: Linux keeps a process's peak RSS (``ru_maxrss``) across
+# ``execve``, so a child forked from a test worker that once held 500 MB reports 500 MB
+# whatever it used itself. Forked from the launcher, the child starts from the launcher's
+# few megabytes; the launcher waits for it (``wait4``), writes its peak, and ends as it ended.
+_LAUNCHER = """
+import os, resource, signal, sys
+report, limit, *command = sys.argv[1:]
+if int(limit):
+    resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+pid = os.fork()
+if pid == 0:
+    os.execv(command[0], command)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as out:
+    out.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):  # ended as the child did (SIGKILL's handler cannot be set)
+    if os.WTERMSIG(status) != signal.SIGKILL:
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(
     args: list[str],
     *,
@@ -120,35 +145,36 @@ def run_measured(
     module: str = "botctl",
 ) -> Run:
     """botctl run to the end with only PATH and ``env`` of this environment; its own peak RSS
-    from ``wait4``. Output goes through files in ``cwd`` (a pipe could fill and block it)."""
-    out, err = cwd / f".stdout-{threading.get_ident()}", cwd / f".stderr-{threading.get_ident()}"
+    (see ``_LAUNCHER``), under ``address_space`` bytes if given. Output goes through files in
+    ``cwd`` (a pipe could fill and block it); past ``timeout`` the launcher's process group is
+    killed."""
+    ident = threading.get_ident()
+    out, err, peak = (cwd / f".{name}-{ident}" for name in ("stdout", "stderr", "peak"))
+    launcher = [sys.executable, "-c", _LAUNCHER, str(peak), str(address_space or 0)]
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = start(
-            *args,
-            env=env,
-            inherit_env=False,
-            module=module,
+        child = subprocess.Popen(
+            [*launcher, *argv(*args, module=module)],
+            env=environment(env, inherit=False),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
-            preexec_fn=address_space_limit(address_space) if address_space else None,
+            start_new_session=True,  # the launcher and botctl, killed together on a timeout
         )
-        guard = threading.Timer(timeout, child.kill)
+        guard = threading.Timer(timeout, os.killpg, (child.pid, signal.SIGKILL))
         guard.start()
         try:
-            _, status, usage = os.wait4(child.pid, 0)
+            code = child.wait()
         finally:
             guard.cancel()
-    child.returncode = os.waitstatus_to_exitcode(status)
     try:
         return Run(
             tuple(args),
-            child.returncode,
+            code,
             out.read_text(errors="replace"),
             err.read_text(errors="replace"),
-            usage.ru_maxrss / 1024,  # KiB on Linux
+            int(peak.read_text() or 0) / 1024 if peak.exists() else float("nan"),  # KiB
         )
     finally:
-        out.unlink()
-        err.unlink()
+        for path in (out, err, peak):
+            path.unlink(missing_ok=True)
