@@ -1,5 +1,5 @@
 """How many cases the randomised families run: small in the default run (the suite stays
-under three minutes on two cores), large in the long run.
+within a few minutes on two cores), large in the long run.
 
     BOTCTL_LONG_TESTS=1 uv run pytest -s tests/test_faults.py tests/test_fuzz.py \
         tests/test_signals.py
