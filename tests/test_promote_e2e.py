@@ -224,3 +224,48 @@ def test_help_says_how_stages_pair(bench: Bench) -> None:
     assert "the one chatbot of --from whose labels are the same apart from the stage keys" in text
     assert "Promote only the chatbots of --to whose metadata.name matches" in text
     assert "leave it out with --exclude NAME" in text
+
+
+def test_a_test_failed_while_promote_waited_for_the_lock_holds_it(bench: Bench) -> None:
+    """promote checks readiness, then its apply waits for the state's lock (another run, CI or
+    the agent, holds it); that run records meanwhile that staging's test failed. Once the lock
+    is free, promote checks again on the state as it holds it: not ready any more, nothing
+    sent to production, exit 1."""
+    import subprocess
+
+    from botctl.store.lock import StateLock
+    from tests import launch
+    from tests.e2e_support import KEY
+
+    stage(bench, SUPPORT)
+    env = {"BOTCTL_API_KEY": KEY, "BOTCTL_API_URL": bench.api_url}
+    argv = ["promote", str(bench.config_dir), "--from", "stage=staging", "--to"]
+    argv += ["stage=production", "--auto-approve", "--state", str(bench.state_path)]
+    with StateLock(bench.state_path, command="a test holding the lock"):
+        child = launch.start(
+            *argv,
+            "--lock-timeout",
+            "60",
+            env=env,
+            stdout=subprocess.PIPE,  # a few lines: the pipe never fills
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stderr is not None
+        said = ""
+        while "run this revision and passed its tests" not in said:  # the first check passed
+            line = child.stderr.readline()
+            assert line, said  # promote ended before its apply waited for the lock
+            said += line
+        document = json.loads(bench.state_path.read_text())
+        document["rollout"]["bot-s"]["tests_passed"] = False  # the other run's record
+        bench.state_path.write_text(json.dumps(document))
+    out, rest = child.communicate(timeout=60)
+    said += out + rest
+    assert child.returncode == 1, said
+    assert "not ready to promote any more" in said
+    assert "support-staging (bot-s): its tests failed at revision sha256:" in said
+    assert "Nothing was applied." in said
+    assert "Traceback" not in said
+    assert bench.writes() == []
+    assert bench.bot_state("bot-p")["settings"]["name"] == "New"

@@ -34,8 +34,11 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, EXIT_SIGNAL_BASE, BotctlError, si
 from botctl.lint import READ_BACK
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from botctl.pipeline.conversations import Verdict
     from botctl.pipeline.outcome import Outcome
+    from botctl.pipeline.reconciler import Gate
     from botctl.pipeline.workspace import Workspace
     from botctl.plan import Operation, Plan
     from botctl.reconcile.apply import OpResult, StopEvent
@@ -135,6 +138,12 @@ def apply(o: ApplyOptions) -> int:
     it had before (as read by the plan, or recorded in the state; values botctl never knew
     are named as not restorable). Exit 3 when a test failed.
     """
+    return applied(o)
+
+
+def applied(o: ApplyOptions, *, wrap: Callable[[Gate | None], Gate] | None = None) -> int:
+    """``apply``'s work, for ``apply`` and ``promote``: ``wrap`` puts promote's gate around
+    apply's own (``--test``'s, or none)."""
     from botctl.pipeline.reconciler import Reconciler
 
     _check_usage(o)
@@ -146,11 +155,13 @@ def apply(o: ApplyOptions) -> int:
         saved = read_saved_plan(o.plan_file, ws.state_path)
     driver = _Terminal(ws, auto_approve=o.auto_approve or saved is not None)
     driver.stop.drain_timeout = o.drain_timeout
-    gate = None
+    gate: Gate | None = None
     if o.run_tests:
         from botctl.pipeline.conversations import TestGate
 
         gate = TestGate(ws, (), rollback=o.rollback_on_failure)
+    if wrap is not None:
+        gate = wrap(gate)
     reconciler = Reconciler(ws, driver, gate=gate, stop=driver.stop)
     outcome = run_async(
         reconciler.reconcile(saved=saved), stop=driver.stop, unwritten="nothing was applied"
@@ -261,6 +272,9 @@ def _concluded(outcome: Outcome, driver: _Terminal, ws: Workspace, o: ApplyOptio
     missing = len(outcome.plan.missing)
     if outcome.reason == "Declined":
         err("Apply cancelled: nothing was applied.")
+        return EXIT_ERROR
+    if outcome.reason == "Held":
+        err(f"error: {outcome.held}\nNothing was applied.")
         return EXIT_ERROR
     if outcome.reason == "NothingToDo" and not o.run_tests:
         if missing:

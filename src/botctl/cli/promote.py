@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from botctl.cli.apply import ApplyOptions, apply
+from botctl.cli.apply import ApplyOptions, applied, apply
 from botctl.cli.console import err
 from botctl.cli.options import build, forwards, workspace
 from botctl.cli.tests_cmd import stage_selector
@@ -57,9 +57,8 @@ def _taken(param: click.Parameter) -> click.Parameter:
     help="The stage promoted to, as a label selector (e.g. stage=production); --target and "
     "--exclude narrow it.",
 )
-@click.pass_context
 @forwards(ApplyOptions)
-def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) -> int:
+def promote(source: Stage, target: Stage, **params: Any) -> int:
     """Apply the configuration to the chatbots of --to, once their counterparts in --from run
     it and pass their conversation tests.
 
@@ -86,7 +85,7 @@ def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) 
       botctl apply bots/ -l stage=staging --test --rollback-on-failure --auto-approve
       botctl promote bots/ --from stage=staging --to stage=production --auto-approve
     """
-    from botctl.pipeline.promote import promotion
+    from botctl.pipeline.promote import PromotionGate, promotion
 
     targets, excludes = params["targets"], params["excludes"]
     # apply's options, built as apply builds them: a renamed one is an error, never False. The
@@ -128,8 +127,10 @@ def promote(ctx: click.Context, /, source: Stage, target: Stage, **params: Any) 
         )
     err(f"{source.text}: {', '.join(found.ready)} run this revision and passed its tests.")
     err(f"{target.text}: " + ", ".join(f"{t.name} <- {f.name}" for t, f in found.pairing.pairs))
-    result: int = ctx.invoke(apply, plan_file=None, selector=target.requirements, **params)
-    return result
+    # apply -l TO, the readiness checked again once it holds the state's lock (another run
+    # may record a failed test of --from while it waits for it: then nothing is sent).
+    chosen = build(ApplyOptions, {**params, "plan_file": None, "selector": target.requirements})
+    return applied(chosen, wrap=lambda inner: PromotionGate(found, inner))
 
 
 def _quoted(text: str) -> str:

@@ -18,7 +18,7 @@ from botctl.config.selection import Selection
 from botctl.conversation.report import TestReport
 from botctl.conversation.run import Chat, ChatRequest, run_tests
 from botctl.errors import BotctlError
-from botctl.models import BotSpec
+from botctl.models import BotSpec, State
 from botctl.pipeline.flows import _refs, _service
 from botctl.pipeline.workspace import Workspace, load_resolved
 from botctl.plan import Operation, Plan
@@ -168,7 +168,7 @@ class TestGate:
         self.current = revisions(self.fleet)
         self.judges = judges_of(whole, self.tests)
 
-    def admit(self, plan: Plan) -> str | None:
+    def admit(self, plan: Plan, state: State) -> str | None:
         return None
 
     async def check(self, applied: Applied) -> Verdict:

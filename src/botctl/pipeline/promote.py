@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from botctl.config.revision import revisions
 from botctl.config.selection import Requirement, Selection, matches_all, select_names
@@ -28,6 +29,11 @@ from botctl.errors import BotctlError
 from botctl.pipeline.workspace import Workspace, load_resolved
 from botctl.resources.rollout import Rollout
 from botctl.store.state import load_state
+
+if TYPE_CHECKING:
+    from botctl.models import State
+    from botctl.pipeline.reconciler import Applied, Gate
+    from botctl.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,36 @@ class Promotion:
     problems: list[str]  # the pairing's, then the readiness of --from's chatbots
     ready: list[str]  # names of --from's chatbots that run this revision and passed
     not_ready: bool  # some --from chatbot is not ready (its tests to run or fix)
+    current: Mapping[str, str] = field(default_factory=dict)  # revisions, by chatbot id
+    covered: frozenset[str] = frozenset()  # names of the chatbots a test covers
+
+    def waiting(self, state: State) -> dict[str, str]:
+        """Why each chatbot of --from is not ready in ``state`` (empty: all are)."""
+        return readiness(self.pairing.sources, state.rollout, self.current, self.covered)
+
+
+class PromotionGate:
+    """``promote``'s readiness checked again in the apply's gate phase, on the state as the
+    apply read it under its lock: the first check (``promotion``) reads the state before the
+    apply waits for the lock, and another run (CI, the agent) may record meanwhile that a
+    test of --from failed. Not ready any more: held, nothing sent. ``inner``: the apply's own
+    gate (``--test``), asked after."""
+
+    def __init__(self, promotion: Promotion, inner: Gate | None) -> None:
+        self.promotion = promotion
+        self.inner = inner
+
+    def admit(self, plan: Plan, state: State) -> str | None:
+        waiting = self.promotion.waiting(state)
+        if waiting:
+            return (
+                "not ready to promote any more (another run recorded this since it was "
+                "checked):\n  " + "\n  ".join(waiting.values())
+            )
+        return self.inner.admit(plan, state) if self.inner is not None else None
+
+    async def check(self, applied: Applied) -> Any:
+        return await self.inner.check(applied) if self.inner is not None else None
 
 
 def stage_keys(source: Sequence[Requirement], target: Sequence[Requirement]) -> frozenset[str]:
@@ -202,11 +238,12 @@ def promotion(
     bots = [Member(b.spec.name, b.spec.chatbot_id, b.spec.labels) for b in fleet.bots]
     pairing = pair_stages(bots, source, target, targets, excludes)
     state = load_state(ws.state_path)
-    covered = {name for t in fleet.tests for name in t.chatbots}
-    waiting = readiness(pairing.sources, state.rollout, revisions(fleet), covered)
+    covered = frozenset(name for t in fleet.tests for name in t.chatbots)
+    current = revisions(fleet)
+    waiting = readiness(pairing.sources, state.rollout, current, covered)
     ready = [b.name for b in pairing.sources if b.name not in waiting]
     problems = [*pairing.problems, *waiting.values()]
-    return Promotion(pairing, problems, ready, not_ready=bool(waiting))
+    return Promotion(pairing, problems, ready, bool(waiting), current, covered)
 
 
 def readiness(

@@ -135,12 +135,13 @@ class Applied:
 
 class Gate(Protocol):
     """The gate phase's policy. ``admit``: None lets the plan go ahead, a text holds it back
-    (nothing is sent; the outcome's reason is ``Held``). ``check`` runs once an apply
-    completed (every operation applied, not stopped, the state written), still under the
+    (nothing is sent; the outcome's reason is ``Held``); it sees the state as read under the
+    lock (what another run recorded up to the moment this one holds it). ``check`` runs once
+    an apply completed (every operation applied, not stopped, the state written), still under the
     lock, also when there was nothing to apply: its result is the outcome's ``verdict``
     (``apply --test``: the tests, and the rollback of those that failed)."""
 
-    def admit(self, plan: Plan) -> str | None: ...
+    def admit(self, plan: Plan, state: State) -> str | None: ...
 
     async def check(self, applied: Applied) -> Any: ...
 
@@ -302,7 +303,7 @@ class Reconciler:
             return await self._nothing_to_do(run)
         enforce_safety(plan, force=ws.force)
         _check_renames_can_read(plan, ws)
-        held = self.gate.admit(plan) if self.gate is not None else None
+        held = self.gate.admit(plan, run.state) if self.gate is not None else None
         if held is not None:
             return self._ended(run, "Held", held=held)
         if not self.driver.confirm(plan):
