@@ -48,3 +48,15 @@ def test_stages_and_a_test_failed_chatbot_on_the_page() -> None:
 
 def test_no_stages_no_table() -> None:
     assert "Stages" not in render_page(AgentStatus("x").to_document(), 10)
+
+
+def test_a_chatbot_held_back_by_a_stage_says_so_in_amber_an_error_in_red() -> None:
+    status = AgentStatus("git+x")
+    status.bots_in([("support", "bot-p"), ("sales", "bot-x")])
+    status.bots["bot-p"].held = "waiting for <stage=staging> to pass its tests"
+    status.bots["bot-x"].held = "waiting for stage=staging"
+    status.bots["bot-x"].last_error = "update failed: 500"
+    page = render_page(status.to_document(), 10)
+    assert '<td class="held">held: waiting for &lt;stage=staging&gt; to pass its tests</td>' in page
+    assert '<td class="error">update failed: 500</td>' in page  # the error first
+    assert "<th>Last error / held</th>" in page

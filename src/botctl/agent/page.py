@@ -42,7 +42,7 @@ _COLUMNS = (
     "Last applied",
     "Last sync",
     "Last change",
-    "Last error",
+    "Last error / held",
 )
 
 
@@ -138,6 +138,15 @@ def _stages(stages: list[dict[str, Any]]) -> str:
     )
 
 
+def _trouble(bot: dict[str, Any]) -> str:
+    """A chatbot's last error (red), or else what holds the revision back from it (amber:
+    its tests failed, a stage not open yet)."""
+    error, held = bot["lastError"], bot.get("held")
+    if error or not held:
+        return f'<td class="error">{_text(error)}</td>'
+    return f'<td class="held">held: {_text(held)}</td>'
+
+
 def _chatbots(doc: dict[str, Any]) -> str:
     rows = []
     for bot in doc["chatbots"]:
@@ -158,7 +167,7 @@ def _chatbots(doc: dict[str, Any]) -> str:
             f"<td><code>{_short(bot['revision'])}</code></td>"
             f'<td class="applied">{applied}</td>'
             f"<td>{_text(bot['lastSync'])}</td><td>{_text(bot['lastChange'])}</td>"
-            f'<td class="error">{_text(bot["lastError"] or bot.get("held"))}</td></tr>'
+            f"{_trouble(bot)}</tr>"
         )
         rows.append(_diff(bot, len(_COLUMNS)))
     return "".join(rows)
