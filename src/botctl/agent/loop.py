@@ -855,9 +855,7 @@ class Agent:
     async def _remember_applied(self, revision: Revision, outcome: Outcome) -> None:
         """Each chatbot the pass changed: ``revision`` and now, in status and in the state (a
         failed write is said and kept in memory: the apply itself succeeded)."""
-        chatbots = {
-            r.operation.bot.chatbot_id for r in outcome.report.results if r.status == "applied"
-        }
+        chatbots = outcome.report.written()
         if not chatbots:
             return
         found = LastApplied(revision.id, iso(datetime.now(UTC)))

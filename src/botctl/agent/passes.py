@@ -212,7 +212,7 @@ class Passes:
         if chatbots is not None:
             kept = tuple(b for b in desired.bots if b.chatbot_id in chatbots)
             desired = desired.model_copy(update={"bots": kept})
-        state = await self._read_state(held, ws)
+        state = await self.state(held, ws)
         report, plan, live = await observe(ws, desired, state)
         covered = frozenset(b.chatbot_id for b in desired.bots)
         return Seen(self._acknowledged(report), plan, covered), live
@@ -231,12 +231,9 @@ class Passes:
         )
 
     async def state(self, held: Held, ws: Workspace) -> State:
-        """The state as the watch compares with it (see ``_read_state``)."""
-        return await self._read_state(held, ws)
-
-    async def _read_state(self, held: Held, ws: Workspace) -> State:
-        """The state the watch compares with: read once while this process holds the lease
-        without a break and no pass of its own wrote it (nothing else can write it)."""
+        """The state the watch (and the gates, between passes) compares with: read once while
+        this process holds the lease without a break and no pass of its own wrote it (nothing
+        else can write it)."""
         info = self.lease.info
         key = (info.holder if info is not None else "", held.id)
         if self._state is not None and key[0] and self._state[0] == key:

@@ -156,7 +156,10 @@ class Steering:
         try:
             error = await asyncio.wait_for(asyncio.shield(task), PERSIST_WAIT)
         except TimeoutError:
-            note = "written to the state once the apply in progress ends"
+            note = (
+                "written to the state once the apply in progress ends (with --yield-lease: "
+                "once no other run holds the state's lock)"
+            )
             return {"persisted": False, "note": note}
         if error is not None:
             return {"persisted": False, "error": error}

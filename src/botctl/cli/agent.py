@@ -62,6 +62,7 @@ from botctl.errors import EXIT_ERROR, EXIT_OK, BotctlError
 
 if TYPE_CHECKING:
     from botctl.agent.auth import Access
+    from botctl.agent.gating import GateSettings
     from botctl.agent.log import Log
     from botctl.agent.loop import Agent, AgentSettings
     from botctl.agent.sdnotify import SystemdNotifier
@@ -563,7 +564,7 @@ def _stop(runner: Agent, systemd: SystemdNotifier, deadline: _StopDeadline, sign
     runner.request_stop(signum)
 
 
-def _check_options(o: AgentOptions) -> Any:
+def _check_options(o: AgentOptions) -> GateSettings:
     """Options that contradict each other, or name a variable that is empty: usage errors.
     The gates' settings (``agent.gating.GateSettings``), checked too."""
     if o.self_heal and not o.auto_apply:

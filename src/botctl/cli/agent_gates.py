@@ -6,17 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from botctl.cli.drift import Duration
 from botctl.errors import BotctlError
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from botctl.agent.gating import GateSettings, Gating
+    from botctl.pipeline.promote import Stage
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _stages(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[Any, ...]:
+def _stages(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[Stage, ...]:
     if value is None:
         return ()
     from botctl.agent.stages import parse_stages
@@ -75,7 +81,7 @@ def gate_options(command: F) -> F:
     return command
 
 
-def gate_settings(o: Any) -> Any:
+def gate_settings(o: Any) -> GateSettings:
     """The ``GateSettings`` of the agent's options ``o`` (``AgentOptions``); a
     ``UsageError`` for a combination that cannot work."""
     from botctl.agent.gating import GateSettings
@@ -94,7 +100,7 @@ def gate_settings(o: Any) -> Any:
     return GateSettings(test, rollback_on_failure, tuple(stages), seconds)
 
 
-def gating_for(settings: Any, registry: Any) -> Any:
+def gating_for(settings: GateSettings, registry: CollectorRegistry) -> Gating:
     """The agent's ``Gating`` of ``settings``, its metrics in ``registry``."""
     from botctl.agent.gating import Gating
 

@@ -437,7 +437,7 @@ async def _read_back(
     report what does not. A failing read only costs the check: the writes are done and
     recorded, so it must not turn the apply into an error."""
     assert writer is not None
-    written = {r.operation.bot.chatbot_id for r in report.results if r.status == "applied"}
+    written = report.written()
     touched = [b for b in bots if b.chatbot_id in written]
     if not touched:
         return None, []

@@ -57,6 +57,10 @@ class ApplyReport:
     def ok(self) -> bool:
         return all(r.status == "applied" for r in self.results)
 
+    def written(self) -> set[str]:
+        """The chatbots (ids) an operation was applied to."""
+        return {r.operation.bot.chatbot_id for r in self.results if r.status == "applied"}
+
 
 class Stop:
     """A request to end an apply early, and how in-flight work ends: see the module's
