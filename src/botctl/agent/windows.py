@@ -23,7 +23,7 @@ their wall-clock times.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -112,10 +112,6 @@ def parse_window(text: str) -> DenyWindow:
     zone = _zone(zone_text, zone_at)
     shown = " ".join(t for _, t in tokens) if len(tokens) == 3 else f"{days_text} {times_text} UTC"
     return DenyWindow(shown, days, start, end, zone, zone_text)
-
-
-def parse_windows(texts: Iterable[str]) -> tuple[DenyWindow, ...]:
-    return tuple(parse_window(text) for text in texts)
 
 
 def _day(name: str, column: int) -> int:
