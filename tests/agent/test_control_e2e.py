@@ -532,3 +532,29 @@ def test_with_yield_lease_a_suspension_through_one_replica_holds_the_other(
     assert settings_of(bench)["model"] == "gpt-5-mini"
     for agent in agents:
         assert agent.stop(signal.SIGTERM) == 0
+
+
+def test_with_yield_lease_a_suspension_waits_for_ci_and_says_who_held_the_lock(
+    bench: Bench, agents: list[Any]
+) -> None:
+    """Between cycles a --yield-lease agent holds no lease: a suspension's write waits for the
+    state's lock another run (CI) holds, the answer says it is not written yet, and an agent
+    stopped meanwhile says, naming the holder, that it was never written."""
+    from botctl.store.lock import StateLock
+
+    bench.create_bot("bot-1", account=KEY)
+    bench.write("support.yaml", bot_yaml("support", "bot-1", settings="model: gpt-4o-mini"))
+    agent = start(bench, "--auto-apply", "--interval", "1h", "--yield-lease")
+    agents.append(agent)
+    agent.wait_for(lambda d: d["appliedRevision"] and idle(d), what="first sync")
+    with StateLock(bench.state_path, command="apply in CI"):
+        said = steer(agent, "suspend", "--reason", "freeze")
+        assert "Not written to the state yet:" in said.output, said.output
+        assert "once no other run holds the state's lock" in said.output
+        assert agent.stop(signal.SIGTERM) == 0
+    log = agent.log_text()
+    assert "not written to the state: botctl agent: suspended" in log, log
+    assert "LockError: the state's lock is held by pid" in log
+    assert "(botctl apply in CI)" in log
+    assert "(the agent is stopping): not written" in log
+    assert "suspended" not in json.loads(bench.state_path.read_text()).get("agent", {})

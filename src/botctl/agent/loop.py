@@ -48,7 +48,7 @@ from botctl.agent.passes import Held, Passes
 from botctl.agent.source import Revision, Source
 from botctl.agent.status import AgentStatus, CycleRecord, now_iso
 from botctl.agent.watch import DEFAULT_BUDGET, DEFAULT_SLICE, Slice, Watch
-from botctl.errors import BotctlError
+from botctl.errors import BotctlError, LockError
 from botctl.models import Desired
 from botctl.pipeline.outcome import Outcome, terminal
 from botctl.pipeline.reconciler import load
@@ -845,11 +845,16 @@ class Agent:
     async def _lease_for_record(self) -> None:
         """--yield-lease, between cycles: the lease taken for a write of the agent's record,
         waiting (as CI's runs wait with --lock-timeout) while another run holds the state's
-        lock, at most ``RECORD_LEASE_WAIT`` seconds; the write fails after that, saying so."""
+        lock, at most ``RECORD_LEASE_WAIT`` seconds; ``LockError`` naming the holder after
+        that, or once the agent is stopping."""
         deadline = time.monotonic() + RECORD_LEASE_WAIT
         while not await asyncio.to_thread(self.lease.try_acquire):
             if self.stopping is not None or time.monotonic() >= deadline:
-                return  # the write fails: the lease is not held (said by the caller)
+                holder = await asyncio.to_thread(self.lease.holder)
+                by = holder.describe() if holder is not None else "another run"
+                stopping = self.stopping is not None
+                why = "the agent is stopping" if stopping else f"waited {RECORD_LEASE_WAIT:g} s"
+                raise LockError(f"the state's lock is held by {by} ({why}): not written")
             await asyncio.sleep(0.5)
 
     async def _remember_applied(self, revision: Revision, outcome: Outcome) -> None:
